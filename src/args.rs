@@ -1,0 +1,135 @@
+//! Argument parsing: one strict integer grammar (the server's own, so that a
+//! value a core command stores is a value the module reads) and the typed
+//! arguments the commands share.
+
+use crate::errors::{Error, LEASE_RANGE};
+use crate::keys;
+
+/// The longest lease: 2^40 ms (about 35 years).
+pub const LEASE_MAX: i64 = 1 << 40;
+
+/// Parses a signed 64-bit integer exactly as the server's `string2ll` does:
+/// an optional `-`, no `+`, no leading zeros, no spaces, no overflow.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, s),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] => return (!neg).then_some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    if digits.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    if neg {
+        if v <= i64::MAX as u64 + 1 {
+            Some((v as i128).wrapping_neg() as i64)
+        } else {
+            None
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// An integer argument within `min..=max`, else an error naming it.
+pub fn int_in(s: &[u8], name: &'static str, min: i64, max: i64, expected: &'static str) -> Result<i64, Error> {
+    match parse_i64(s) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(Error::bad_arg(name, expected)),
+    }
+}
+
+/// A lease length in ms.
+pub fn lease(s: &[u8]) -> Result<i64, Error> {
+    int_in(s, "lease", 1, LEASE_MAX, LEASE_RANGE)
+}
+
+/// The queue prefix: non-empty, and in cluster mode carrying a hash tag.
+pub fn prefix(s: &[u8], cluster: bool) -> Result<&[u8], Error> {
+    if s.is_empty() {
+        Err(Error::EmptyPrefix)
+    } else if cluster && !keys::has_hash_tag(s) {
+        Err(Error::NoHashTag)
+    } else {
+        Ok(s)
+    }
+}
+
+pub fn lane(s: &[u8]) -> Result<&[u8], Error> {
+    if s.is_empty() {
+        Err(Error::EmptyLane)
+    } else {
+        Ok(s)
+    }
+}
+
+/// Whether `s` is `keyword`, ignoring ASCII case.
+pub fn is_keyword(s: &[u8], keyword: &str) -> bool {
+    s.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_the_servers_grammar() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"7"), Some(7));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"-0",
+            b"+1",
+            b"01",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"0x10",
+            b"9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999",
+            b"abc",
+            b"1\0",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn lease_bounds() {
+        assert_eq!(lease(b"1"), Ok(1));
+        assert_eq!(lease(b"1099511627776"), Ok(LEASE_MAX));
+        assert!(lease(b"1099511627777").is_err());
+        assert!(lease(b"0").is_err());
+        assert!(lease(b"-5").is_err());
+        let msg = lease(b"x").unwrap_err().message().unwrap();
+        assert_eq!(msg, "ERR lease must be an integer from 1 to 1099511627776");
+    }
+
+    #[test]
+    fn prefixes_and_lanes() {
+        assert_eq!(prefix(b"emq:", false), Ok(&b"emq:"[..]));
+        assert_eq!(prefix(b"", false), Err(Error::EmptyPrefix));
+        assert_eq!(prefix(b"emq:", true), Err(Error::NoHashTag));
+        assert!(prefix(b"emq:{q}:", true).is_ok());
+        assert_eq!(lane(b""), Err(Error::EmptyLane));
+        assert!(is_keyword(b"bLoCk", "BLOCK"));
+        assert!(!is_keyword(b"BLOCKS", "BLOCK"));
+    }
+}

@@ -1,0 +1,177 @@
+//! EMQ.CLAIM and EMQ.WCLAIM: one rota step, then `K = min(weight, depth,
+//! headroom)` heads of the rotated lane, leased under one deadline.
+//!
+//! What a turn does to the keyspace (the same as the seed's `@gwclaim` and
+//! `lua/wclaim.lua`):
+//! - ring empty: nothing;
+//! - [`Turn::Drop`]: the head lane leaves the ring (rotate + remove = pop head);
+//! - [`Turn::Serve`]: the ring rotates one step; the K lowest-scored pending
+//!   jobs move to `P leases` (score = deadline) and `P jlease`
+//!   (`"<mint> <lane>"`); `gactive[lane] += K`; if the guard says so, the lane
+//!   (now the ring's tail) leaves the ring.
+//!
+//! Every read and type check happens before the first write.
+
+use crate::args;
+use crate::errors::Error;
+use crate::keys;
+use crate::schedule::{self, Lane, Turn};
+use crate::state;
+use crate::store::{Argv, Ctx, KeyRead, Kind, RStr};
+
+/// `EMQ.CLAIM P lease`: plain rotation, the weight taken as 1.
+pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
+    turn(ctx, argv, false)
+}
+
+/// `EMQ.WCLAIM P lease`: the weighted rotation.
+pub fn wclaim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
+    turn(ctx, argv, true)
+}
+
+fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
+    if argv.len() != 3 {
+        return Err(Error::WrongArity);
+    }
+    let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
+    let lease = args::lease(argv.get(2).bytes())?;
+
+    // ---- read phase: every read handle is closed before the first write ----
+    let ring_name = ctx.string(&keys::key(prefix, keys::RING));
+    let (lane_name, ring_len) = {
+        let Some(ring) = ctx.open_read(&ring_name) else {
+            ctx.reply_empty_array();
+            return Ok(());
+        };
+        ring.kind().expect(Kind::List)?;
+        match ring.list_get(0) {
+            Some(head) => (head, ring.len()),
+            None => {
+                ctx.reply_empty_array();
+                return Ok(());
+            }
+        }
+    };
+    let lane = lane_name.bytes();
+    let pending_name = ctx.string(&keys::pending(prefix, lane));
+    let depth = state::zset_len(ctx, &pending_name)?;
+    if depth == 0 {
+        return drop_head(ctx, &ring_name);
+    }
+    let weight = if weighted {
+        let weight_name = ctx.string(&keys::key(prefix, keys::WEIGHT));
+        schedule::effective_weight(state::stored_int(ctx, &weight_name, lane_name.as_arg(), "weight of lane")?)
+    } else {
+        1
+    };
+    let limit_name = ctx.string(&keys::key(prefix, keys::LIMIT));
+    let limit = state::stored_int(ctx, &limit_name, lane_name.as_arg(), "limit of lane")?;
+    let active_name = ctx.string(&keys::key(prefix, keys::ACTIVE));
+    let active = state::stored_int(ctx, &active_name, lane_name.as_arg(), "active count of lane")?.unwrap_or(0);
+    let before = Lane {
+        depth,
+        active,
+        limit,
+        paused: false,
+    };
+    let (k, leaves_ring) = match schedule::claim_turn(weight, &before) {
+        Turn::Drop => return drop_head(ctx, &ring_name),
+        Turn::Serve { k, leaves_ring } => (k, leaves_ring),
+    };
+    let new_active = active.checked_add(k).ok_or_else(|| Error::Overflow {
+        what: "active count of lane",
+        field: lane.to_vec(),
+        key: active_name.bytes().to_vec(),
+    })?;
+    let leases_name = ctx.string(&keys::key(prefix, keys::LEASES));
+    let jlease_name = ctx.string(&keys::key(prefix, keys::JLEASE));
+    state::expect_kind(ctx, &leases_name, Kind::Zset)?;
+    state::expect_kind(ctx, &jlease_name, Kind::Hash)?;
+    let deadline = ctx.now_ms() + lease;
+
+    // ---- write phase: nothing below can fail ----
+    let ring = ctx.open_write(&ring_name);
+    if ring_len > 1 {
+        // A one-element ring is left alone: popping it would delete the key.
+        if let Some(head) = ring.list_pop_head() {
+            ring.list_push_tail(head.as_arg());
+        }
+        let (left, right) = (ctx.string(b"LEFT"), ctx.string(b"RIGHT"));
+        ctx.replicate(c"LMOVE", &[ring_name.as_arg(), ring_name.as_arg(), left.as_arg(), right.as_arg()]);
+    }
+
+    let pending = ctx.open_write(&pending_name);
+    let jobs = pending.zset_head(k as usize);
+    for (job, _) in &jobs {
+        pending.zset_rem(job.as_arg());
+    }
+    drop(pending);
+
+    let deadline_str = ctx.string_from_i64(deadline);
+    let leases = ctx.open_write(&leases_name);
+    let jlease = ctx.open_write(&jlease_name);
+    let mut records: Vec<RStr> = Vec::with_capacity(jobs.len());
+    for (job, mint) in &jobs {
+        leases.zset_add(deadline as f64, job.as_arg(), false);
+        let record = lease_record(ctx, *mint, lane);
+        jlease.hash_set(job.as_arg(), record.as_arg());
+        records.push(record);
+    }
+    drop((leases, jlease));
+
+    let new_active_str = ctx.string_from_i64(new_active);
+    ctx.open_write(&active_name)
+        .hash_set(lane_name.as_arg(), new_active_str.as_arg());
+    if leaves_ring {
+        // The lane was just rotated to the tail: removing it is O(1).
+        ring.list_pop_tail();
+    }
+    drop(ring);
+
+    // ---- replication: the effects, with the deadline as a value ----
+    let mut zrem = vec![pending_name.as_arg()];
+    let mut zadd = vec![leases_name.as_arg()];
+    let mut hset = vec![jlease_name.as_arg()];
+    for ((job, _), record) in jobs.iter().zip(&records) {
+        zrem.push(job.as_arg());
+        zadd.push(deadline_str.as_arg());
+        zadd.push(job.as_arg());
+        hset.push(job.as_arg());
+        hset.push(record.as_arg());
+    }
+    ctx.replicate(c"ZREM", &zrem);
+    ctx.replicate(c"ZADD", &zadd);
+    ctx.replicate(c"HSET", &hset);
+    ctx.replicate(c"HSET", &[active_name.as_arg(), lane_name.as_arg(), new_active_str.as_arg()]);
+    if leaves_ring {
+        ctx.replicate(c"RPOP", &[ring_name.as_arg()]);
+    }
+
+    ctx.reply_array(2 + jobs.len());
+    ctx.reply_str(lane_name.as_arg());
+    ctx.reply_i64(deadline);
+    for (job, _) in &jobs {
+        ctx.reply_str(job.as_arg());
+    }
+    Ok(())
+}
+
+/// The head lane cannot be served: it leaves the ring, nothing is served.
+/// (The seed rotates it to the tail and `LREM`s it: the same as a head pop.)
+fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<(), Error> {
+    ctx.open_write(ring_name).list_pop_head();
+    ctx.replicate(c"LPOP", &[ring_name.as_arg()]);
+    ctx.reply_empty_array();
+    Ok(())
+}
+
+/// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted
+/// as the server formats a zset score.
+fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
+    let mint = ctx.format_score(mint);
+    let mut v = Vec::with_capacity(mint.bytes().len() + 1 + lane.len());
+    v.extend_from_slice(mint.bytes());
+    v.push(b' ');
+    v.extend_from_slice(lane);
+    ctx.string(&v)
+}

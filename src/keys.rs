@@ -1,0 +1,64 @@
+//! Prefix → key names (SPEC section 1). Every key a command touches is the
+//! prefix followed by a fixed suffix, so the prefix is the one declared key.
+
+pub const RING: &[u8] = b"gring";
+pub const WEIGHT: &[u8] = b"gweight";
+pub const LIMIT: &[u8] = b"glimit";
+pub const ACTIVE: &[u8] = b"gactive";
+pub const PAUSED: &[u8] = b"gpaused";
+pub const LEASES: &[u8] = b"leases";
+pub const JLEASE: &[u8] = b"jlease";
+
+/// `P` followed by `suffix`.
+pub fn key(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + suffix.len());
+    k.extend_from_slice(prefix);
+    k.extend_from_slice(suffix);
+    k
+}
+
+/// `P g:<lane>:pending`, the lane's waiting jobs.
+pub fn pending(prefix: &[u8], lane: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + lane.len() + 10);
+    k.extend_from_slice(prefix);
+    k.extend_from_slice(b"g:");
+    k.extend_from_slice(lane);
+    k.extend_from_slice(b":pending");
+    k
+}
+
+/// Whether every `P…` key hashes to the prefix's slot: the prefix itself
+/// holds a `{` with a `}` after it and something in between (the server's
+/// rule looks at the first `{` and the first `}` after it).
+pub fn has_hash_tag(prefix: &[u8]) -> bool {
+    let Some(open) = prefix.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    match prefix[open + 1..].iter().position(|&b| b == b'}') {
+        Some(len) => len > 0,
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(key(b"emq:{o}:", RING), b"emq:{o}:gring");
+        assert_eq!(pending(b"emq:{o}:", b"PLR1"), b"emq:{o}:g:PLR1:pending");
+    }
+
+    #[test]
+    fn hash_tags() {
+        assert!(has_hash_tag(b"emq:{orders}:"));
+        assert!(has_hash_tag(b"{a}"));
+        assert!(!has_hash_tag(b"emq:orders:"));
+        assert!(!has_hash_tag(b"emq:{}:"));
+        assert!(!has_hash_tag(b"emq:{orders:"));
+        // The first '{' decides: "{}{x}" has an empty tag.
+        assert!(!has_hash_tag(b"{}{x}"));
+        assert!(!has_hash_tag(b"emq:}{"));
+    }
+}

@@ -1,0 +1,60 @@
+//! emq: EchoMQ's fair, weighted lane scheduling as native Valkey commands.
+//! This file registers the commands and nothing else.
+
+pub mod args;
+pub mod commands;
+pub mod errors;
+pub mod keys;
+pub mod schedule;
+pub mod state;
+pub mod store;
+
+#[cfg(not(test))]
+mod module {
+    use std::ffi::CStr;
+    use std::os::raw::c_int;
+
+    use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+    use crate::command_callback;
+    use crate::commands::{claim, lanes};
+
+    /// name, callback, flags (first key = last key = the prefix, argument 1).
+    const COMMANDS: &[(&CStr, raw::RedisModuleCmdFunc, &CStr)] = &[
+        (c"emq.claim", command_callback!(claim::claim), c"write fast"),
+        (c"emq.wclaim", command_callback!(claim::wclaim), c"write fast"),
+        (c"emq.weight", command_callback!(lanes::weight), c"write fast"),
+    ];
+
+    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        if let Some(name) = crate::store::missing_api() {
+            ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
+            return Status::Err;
+        }
+        for (name, callback, flags) in COMMANDS {
+            let created = unsafe {
+                raw::RedisModule_CreateCommand.map(|create| {
+                    create(ctx.ctx, name.as_ptr(), *callback, flags.as_ptr(), 1, 1, 1)
+                })
+            };
+            if created != Some(raw::REDISMODULE_OK as c_int) {
+                ctx.log_warning(&format!("emq: could not register {name:?}"));
+                return Status::Err;
+            }
+        }
+        ctx.log_notice(&format!(
+            "emq {} ({}) loaded",
+            env!("CARGO_PKG_VERSION"),
+            env!("EMQ_GIT_COMMIT")
+        ));
+        Status::Ok
+    }
+
+    redis_module! {
+        name: "emq",
+        version: env!("EMQ_VERSION_NUMBER").parse::<i32>().unwrap_or(0),
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+    }
+}

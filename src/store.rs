@@ -1,0 +1,542 @@
+//! The only `unsafe` in the module: the server's context, its strings and its
+//! keys, behind small safe types. Everything above this file works on byte
+//! slices and these handles; nothing above it sees a raw pointer.
+//!
+//! Two rules of the key API shape this file:
+//! - a key opened for writing is reported modified (WATCH, tracking) when it
+//!   is closed, so commands read through [`ReadKey`] and open [`WriteKey`]s
+//!   only for keys they are about to write;
+//! - a read handle caches the key's value, so every read handle is dropped
+//!   before the first write (the borrow of [`Ctx`] does not enforce this; the
+//!   commands' two-phase shape does).
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_long};
+use std::ptr;
+
+use redis_module::raw;
+
+use crate::errors::Error;
+
+const READ: c_int = 1;
+const WRITE: c_int = 2;
+const LIST_HEAD: c_int = 0;
+const LIST_TAIL: c_int = 1;
+const KEYTYPE_EMPTY: c_int = 0;
+const KEYTYPE_LIST: c_int = 2;
+const KEYTYPE_HASH: c_int = 3;
+const KEYTYPE_SET: c_int = 4;
+const KEYTYPE_ZSET: c_int = 5;
+const CTX_FLAGS_LUA: c_int = 1 << 0;
+const CTX_FLAGS_MULTI: c_int = 1 << 1;
+const CTX_FLAGS_CLUSTER: c_int = 1 << 5;
+/// `REDISMODULE_HASH_DELETE`, which bindgen does not emit.
+const HASH_DELETE: *mut raw::RedisModuleString = 1 as *mut raw::RedisModuleString;
+
+/// Calls an API function the server exported at load. `init` refuses to load
+/// when one of [`REQUIRED_API`] is missing, so the `None` arm is unreachable
+/// in a loaded module; it panics (caught at the command boundary) rather than
+/// aborting the server.
+macro_rules! api {
+    ($name:ident) => {
+        match raw::$name {
+            Some(f) => f,
+            None => panic!(concat!("server API ", stringify!($name), " is missing")),
+        }
+    };
+}
+
+/// Whether every API function the commands call was exported by this server.
+pub fn missing_api() -> Option<&'static str> {
+    macro_rules! check {
+        ($($name:ident),*) => {
+            $( if unsafe { raw::$name }.is_none() { return Some(stringify!($name)); } )*
+        };
+    }
+    check!(
+        RedisModule_OpenKey,
+        RedisModule_CloseKey,
+        RedisModule_KeyType,
+        RedisModule_ValueLength,
+        RedisModule_ListPush,
+        RedisModule_ListPop,
+        RedisModule_ListGet,
+        RedisModule_ListDelete,
+        RedisModule_ZsetAdd,
+        RedisModule_ZsetRem,
+        RedisModule_ZsetScore,
+        RedisModule_ZsetFirstInScoreRange,
+        RedisModule_ZsetRangeCurrentElement,
+        RedisModule_ZsetRangeNext,
+        RedisModule_ZsetRangeEndReached,
+        RedisModule_ZsetRangeStop,
+        RedisModule_HashGet,
+        RedisModule_HashSet,
+        RedisModule_CreateString,
+        RedisModule_CreateStringFromDouble,
+        RedisModule_CreateStringFromLongLong,
+        RedisModule_FreeString,
+        RedisModule_StringPtrLen,
+        RedisModule_ReplyWithArray,
+        RedisModule_ReplyWithEmptyArray,
+        RedisModule_ReplyWithNullArray,
+        RedisModule_ReplyWithString,
+        RedisModule_ReplyWithStringBuffer,
+        RedisModule_ReplyWithLongLong,
+        RedisModule_ReplyWithSimpleString,
+        RedisModule_ReplyWithError,
+        RedisModule_ReplyWithNull,
+        RedisModule_ReplyWithMap,
+        RedisModule_WrongArity,
+        RedisModule_Replicate,
+        RedisModule_GetContextFlags,
+        RedisModule_Milliseconds,
+        RedisModule_Call,
+        RedisModule_CallReplyType,
+        RedisModule_CallReplyInteger,
+        RedisModule_FreeCallReply
+    );
+    None
+}
+
+/// The command's context: replies, strings, keys, replication, the clock.
+pub struct Ctx {
+    ptr: *mut raw::RedisModuleCtx,
+}
+
+/// The type of a key, as far as the commands care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Empty,
+    List,
+    Hash,
+    Set,
+    Zset,
+    Other,
+}
+
+impl Kind {
+    fn of(code: c_int) -> Kind {
+        // Compared as integers: newer servers have types this crate's enum lacks.
+        match code {
+            KEYTYPE_EMPTY => Kind::Empty,
+            KEYTYPE_LIST => Kind::List,
+            KEYTYPE_HASH => Kind::Hash,
+            KEYTYPE_SET => Kind::Set,
+            KEYTYPE_ZSET => Kind::Zset,
+            _ => Kind::Other,
+        }
+    }
+
+    /// `WRONGTYPE` unless the key is missing or of type `want`.
+    pub fn expect(self, want: Kind) -> Result<(), Error> {
+        if self == Kind::Empty || self == want {
+            Ok(())
+        } else {
+            Err(Error::WrongType)
+        }
+    }
+}
+
+/// A string the module owns; freed on drop.
+pub struct RStr {
+    ptr: *mut raw::RedisModuleString,
+}
+
+impl RStr {
+    fn own(ptr: *mut raw::RedisModuleString) -> Option<RStr> {
+        // Not `then_some`: it would build (and drop, freeing NULL) an RStr.
+        if ptr.is_null() {
+            None
+        } else {
+            Some(RStr { ptr })
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        bytes_of(self.ptr)
+    }
+
+    pub fn as_arg(&self) -> Arg<'_> {
+        Arg {
+            ptr: self.ptr,
+            _life: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for RStr {
+    fn drop(&mut self) {
+        // A NULL context is allowed: these strings are not under auto memory.
+        unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.ptr) }
+    }
+}
+
+/// A string borrowed from the server (a command argument) or from an [`RStr`].
+#[derive(Clone, Copy)]
+pub struct Arg<'a> {
+    ptr: *mut raw::RedisModuleString,
+    _life: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Arg<'a> {
+    pub fn bytes(&self) -> &'a [u8] {
+        bytes_of(self.ptr)
+    }
+}
+
+fn bytes_of<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len: usize = 0;
+    unsafe {
+        let p = api!(RedisModule_StringPtrLen)(s, &mut len);
+        if p.is_null() || len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(p.cast::<u8>(), len)
+        }
+    }
+}
+
+/// A command's arguments, `argv[0]` being the command name.
+#[derive(Clone, Copy)]
+pub struct Argv<'a> {
+    args: &'a [*mut raw::RedisModuleString],
+}
+
+impl<'a> Argv<'a> {
+    /// # Safety
+    /// `argv` must point to `argc` strings that outlive the returned value.
+    pub unsafe fn from_raw(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Argv<'a> {
+        let args = if argv.is_null() || argc <= 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(argv, argc as usize)
+        };
+        Argv { args }
+    }
+
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Arg<'a> {
+        Arg {
+            ptr: self.args[i],
+            _life: std::marker::PhantomData,
+        }
+    }
+
+    /// Arguments `from..`, as raw pointers for replication.
+    fn tail(&self, from: usize) -> &'a [*mut raw::RedisModuleString] {
+        &self.args[from.min(self.args.len())..]
+    }
+}
+
+/// A key opened for reading. `None` from [`Ctx::open_read`] means missing.
+pub struct ReadKey {
+    ptr: *mut raw::RedisModuleKey,
+}
+
+/// A key opened for writing: closing it signals the key modified.
+pub struct WriteKey {
+    ptr: *mut raw::RedisModuleKey,
+}
+
+impl Drop for ReadKey {
+    fn drop(&mut self) {
+        unsafe { api!(RedisModule_CloseKey)(self.ptr) }
+    }
+}
+
+impl Drop for WriteKey {
+    fn drop(&mut self) {
+        unsafe { api!(RedisModule_CloseKey)(self.ptr) }
+    }
+}
+
+/// Reads shared by both handle kinds.
+pub trait KeyRead {
+    fn raw(&self) -> *mut raw::RedisModuleKey;
+
+    fn kind(&self) -> Kind {
+        Kind::of(unsafe { api!(RedisModule_KeyType)(self.raw()) })
+    }
+
+    /// Elements of a list, zset, hash or set; 0 for a missing key.
+    fn len(&self) -> usize {
+        unsafe { api!(RedisModule_ValueLength)(self.raw()) }
+    }
+
+    fn list_get(&self, index: i64) -> Option<RStr> {
+        RStr::own(unsafe { api!(RedisModule_ListGet)(self.raw(), index as c_long) })
+    }
+
+    fn hash_get(&self, field: Arg) -> Option<RStr> {
+        let mut out: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            api!(RedisModule_HashGet)(
+                self.raw(),
+                0,
+                field.ptr,
+                &mut out as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_char>(),
+            );
+        }
+        RStr::own(out)
+    }
+
+    fn zset_score(&self, member: Arg) -> Option<f64> {
+        let mut score = 0f64;
+        let status = unsafe { api!(RedisModule_ZsetScore)(self.raw(), member.ptr, &mut score) };
+        (status == raw::REDISMODULE_OK as c_int).then_some(score)
+    }
+
+    /// The `n` lowest-scored members, in ZPOPMIN order, without removing them.
+    fn zset_head(&self, n: usize) -> Vec<(RStr, f64)> {
+        let mut out = Vec::with_capacity(n.min(1024));
+        if n == 0 {
+            return out;
+        }
+        let key = self.raw();
+        unsafe {
+            if api!(RedisModule_ZsetFirstInScoreRange)(key, f64::NEG_INFINITY, f64::INFINITY, 0, 0)
+                != raw::REDISMODULE_OK as c_int
+            {
+                return out;
+            }
+            while out.len() < n && api!(RedisModule_ZsetRangeEndReached)(key) == 0 {
+                let mut score = 0f64;
+                let ele = api!(RedisModule_ZsetRangeCurrentElement)(key, &mut score);
+                match RStr::own(ele) {
+                    Some(s) => out.push((s, score)),
+                    None => break,
+                }
+                if api!(RedisModule_ZsetRangeNext)(key) == 0 {
+                    break;
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(key);
+        }
+        out
+    }
+}
+
+impl KeyRead for ReadKey {
+    fn raw(&self) -> *mut raw::RedisModuleKey {
+        self.ptr
+    }
+}
+
+impl KeyRead for WriteKey {
+    fn raw(&self) -> *mut raw::RedisModuleKey {
+        self.ptr
+    }
+}
+
+impl WriteKey {
+    pub fn list_push_tail(&self, value: Arg) {
+        unsafe { api!(RedisModule_ListPush)(self.ptr, LIST_TAIL, value.ptr) };
+    }
+
+    pub fn list_pop_head(&self) -> Option<RStr> {
+        RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_HEAD) })
+    }
+
+    pub fn list_pop_tail(&self) -> Option<RStr> {
+        RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_TAIL) })
+    }
+
+    pub fn list_delete(&self, index: i64) -> bool {
+        unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) == raw::REDISMODULE_OK as c_int }
+    }
+
+    /// Adds or updates; with `nx` only adds. Returns whether it was added.
+    pub fn zset_add(&self, score: f64, member: Arg, nx: bool) -> bool {
+        let mut flags: c_int = if nx { 1 << 1 } else { 0 };
+        unsafe { api!(RedisModule_ZsetAdd)(self.ptr, score, member.ptr, &mut flags) };
+        flags & (1 << 2) != 0
+    }
+
+    pub fn zset_rem(&self, member: Arg) -> bool {
+        let mut deleted: c_int = 0;
+        unsafe { api!(RedisModule_ZsetRem)(self.ptr, member.ptr, &mut deleted) };
+        deleted != 0
+    }
+
+    pub fn hash_set(&self, field: Arg, value: Arg) {
+        unsafe {
+            api!(RedisModule_HashSet)(self.ptr, 0, field.ptr, value.ptr, ptr::null_mut::<c_char>());
+        }
+    }
+
+    pub fn hash_del(&self, field: Arg) {
+        unsafe {
+            api!(RedisModule_HashSet)(self.ptr, 0, field.ptr, HASH_DELETE, ptr::null_mut::<c_char>());
+        }
+    }
+}
+
+impl Ctx {
+    /// # Safety
+    /// `ptr` must be the context the server passed to the running command.
+    pub unsafe fn from_raw(ptr: *mut raw::RedisModuleCtx) -> Ctx {
+        Ctx { ptr }
+    }
+
+    pub fn string(&self, bytes: &[u8]) -> RStr {
+        let ptr = unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+        RStr { ptr }
+    }
+
+    pub fn string_from_i64(&self, v: i64) -> RStr {
+        RStr {
+            ptr: unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ptr, v) },
+        }
+    }
+
+    /// A zset score as the server formats it (what `ZSCORE` replies).
+    pub fn format_score(&self, score: f64) -> RStr {
+        RStr {
+            ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, score) },
+        }
+    }
+
+    /// `None` when the key does not exist.
+    pub fn open_read(&self, name: &RStr) -> Option<ReadKey> {
+        let ptr = unsafe { api!(RedisModule_OpenKey)(self.ptr, name.ptr, READ) };
+        if ptr.is_null() {
+            None
+        } else {
+            Some(ReadKey { ptr: ptr.cast() })
+        }
+    }
+
+    pub fn open_write(&self, name: &RStr) -> WriteKey {
+        let ptr = unsafe { api!(RedisModule_OpenKey)(self.ptr, name.ptr, READ | WRITE) };
+        WriteKey { ptr: ptr.cast() }
+    }
+
+    /// The type of a key, without keeping it open.
+    pub fn kind_of(&self, name: &RStr) -> Kind {
+        self.open_read(name).map_or(Kind::Empty, |k| k.kind())
+    }
+
+    fn flags(&self) -> c_int {
+        unsafe { api!(RedisModule_GetContextFlags)(self.ptr) }
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        self.flags() & CTX_FLAGS_CLUSTER != 0
+    }
+
+    /// Inside MULTI/EXEC or a script, where a command must not block.
+    pub fn in_transaction_or_script(&self) -> bool {
+        self.flags() & (CTX_FLAGS_MULTI | CTX_FLAGS_LUA) != 0
+    }
+
+    /// The server clock in ms: the cached command time where the server has
+    /// it (what Lua's `TIME` sees in the same call), else the wall clock.
+    pub fn now_ms(&self) -> i64 {
+        unsafe {
+            match raw::RedisModule_CachedMicroseconds {
+                Some(cached) => cached() / 1000,
+                None => api!(RedisModule_Milliseconds)(),
+            }
+        }
+    }
+
+    // ---- replies ----
+
+    pub fn reply_array(&self, len: usize) {
+        unsafe { api!(RedisModule_ReplyWithArray)(self.ptr, len as c_long) };
+    }
+
+    pub fn reply_map(&self, len: usize) {
+        unsafe { api!(RedisModule_ReplyWithMap)(self.ptr, len as c_long) };
+    }
+
+    pub fn reply_empty_array(&self) {
+        unsafe { api!(RedisModule_ReplyWithEmptyArray)(self.ptr) };
+    }
+
+    pub fn reply_null_array(&self) {
+        unsafe { api!(RedisModule_ReplyWithNullArray)(self.ptr) };
+    }
+
+    pub fn reply_null(&self) {
+        unsafe { api!(RedisModule_ReplyWithNull)(self.ptr) };
+    }
+
+    pub fn reply_str(&self, s: Arg) {
+        unsafe { api!(RedisModule_ReplyWithString)(self.ptr, s.ptr) };
+    }
+
+    pub fn reply_bytes(&self, b: &[u8]) {
+        unsafe { api!(RedisModule_ReplyWithStringBuffer)(self.ptr, b.as_ptr().cast::<c_char>(), b.len()) };
+    }
+
+    pub fn reply_i64(&self, v: i64) {
+        unsafe { api!(RedisModule_ReplyWithLongLong)(self.ptr, v) };
+    }
+
+    pub fn reply_ok(&self) {
+        unsafe { api!(RedisModule_ReplyWithSimpleString)(self.ptr, c"OK".as_ptr()) };
+    }
+
+    pub fn reply_wrong_arity(&self) {
+        unsafe { api!(RedisModule_WrongArity)(self.ptr) };
+    }
+
+    /// `msg` must start with an error code (`ERR`, `WRONGTYPE`).
+    pub fn reply_error(&self, msg: &CStr) {
+        unsafe { api!(RedisModule_ReplyWithError)(self.ptr, msg.as_ptr()) };
+    }
+
+    // ---- replication ----
+
+    /// Sends `cmd args…` to replicas and the AOF. Several calls in one
+    /// command reach them wrapped in MULTI/EXEC, in call order.
+    pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
+        let raw_args: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
+        self.replicate_raw(cmd, &raw_args);
+    }
+
+    /// Replicates `cmd` followed by the command's own arguments from `from`.
+    pub fn replicate_argv_tail(&self, cmd: &CStr, head: &[Arg], argv: Argv, from: usize) {
+        let mut raw_args: Vec<*mut raw::RedisModuleString> = head.iter().map(|a| a.ptr).collect();
+        raw_args.extend_from_slice(argv.tail(from));
+        self.replicate_raw(cmd, &raw_args);
+    }
+
+    fn replicate_raw(&self, cmd: &CStr, args: &[*mut raw::RedisModuleString]) {
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.ptr,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                args.as_ptr() as *mut *mut raw::RedisModuleString,
+                args.len(),
+            );
+        }
+    }
+
+    // ---- set membership (the key API has no set calls) ----
+
+    /// Runs a set command whose reply is an integer (`SADD`, `SREM`,
+    /// `SISMEMBER`) and returns it.
+    pub fn set_call(&self, cmd: &CStr, key: &RStr, member: Arg) -> i64 {
+        unsafe {
+            let reply = api!(RedisModule_Call)(self.ptr, cmd.as_ptr(), c"ss".as_ptr(), key.ptr, member.ptr);
+            if reply.is_null() {
+                return 0;
+            }
+            let v = api!(RedisModule_CallReplyInteger)(reply);
+            api!(RedisModule_FreeCallReply)(reply);
+            v
+        }
+    }
+}
