@@ -21,12 +21,7 @@ fn main() {
     println!("cargo:rustc-env=EMQ_GIT_COMMIT={commit}");
 
     // MODULE LIST shows one integer: major * 10000 + minor * 100 + patch.
-    let part = |name: &str| -> u32 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
+    let part = |name: &str| -> u32 { std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(0) };
     let number = part("CARGO_PKG_VERSION_MAJOR") * 10000
         + part("CARGO_PKG_VERSION_MINOR") * 100
         + part("CARGO_PKG_VERSION_PATCH");

@@ -20,6 +20,9 @@ end
 local k = 1
 local lim = redis.call('HGET', p .. 'glimit', g)
 if lim then
+  if tonumber(lim) % 1 ~= 0 then
+    return redis.error_reply("ERR limit of lane '" .. g .. "' in '" .. p .. "glimit' is not an integer")
+  end
   local cur = tonumber(redis.call('HGET', p .. 'gactive', g) or '0')
   if tonumber(lim) - cur < k then k = tonumber(lim) - cur end
 end

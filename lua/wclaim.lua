@@ -31,8 +31,11 @@ end
 if w % 1 ~= 0 then
   return redis.error_reply("ERR weight of lane '" .. g .. "' in '" .. ARGV[1] .. "gweight' is not an integer")
 end
-if k % 1 ~= 0 then
+if lim and tonumber(lim) % 1 ~= 0 then
   return redis.error_reply("ERR limit of lane '" .. g .. "' in '" .. ARGV[1] .. "glimit' is not an integer")
+end
+if k % 1 ~= 0 then
+  return redis.error_reply("ERR active count of lane '" .. g .. "' in '" .. ARGV[1] .. "gactive' is not an integer")
 end
 if k <= 0 then
   redis.call('LREM', KEYS[1], 0, g)

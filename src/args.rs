@@ -43,7 +43,13 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 }
 
 /// An integer argument within `min..=max`, else an error naming it.
-pub fn int_in(s: &[u8], name: &'static str, min: i64, max: i64, expected: &'static str) -> Result<i64, Error> {
+pub fn int_in(
+    s: &[u8],
+    name: &'static str,
+    min: i64,
+    max: i64,
+    expected: &'static str,
+) -> Result<i64, Error> {
     match parse_i64(s) {
         Some(v) if (min..=max).contains(&v) => Ok(v),
         _ => Err(Error::bad_arg(name, expected)),

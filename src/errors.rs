@@ -33,7 +33,11 @@ pub enum Error {
         expected: &'static str,
     },
     /// Applying the command would overflow a stored counter.
-    Overflow { what: &'static str, field: Vec<u8>, key: Vec<u8> },
+    Overflow {
+        what: &'static str,
+        field: Vec<u8>,
+        key: Vec<u8>,
+    },
     /// A panic was caught at the command boundary.
     Internal,
 }
@@ -81,14 +85,10 @@ impl Error {
                 quote(field),
                 quote(key)
             ),
-            Error::Overflow { what, field, key } => format!(
-                "ERR {what} '{}' in '{}' would overflow",
-                quote(field),
-                quote(key)
-            ),
-            Error::Internal => {
-                "ERR internal error in the emq module (a bug: please report it)".to_string()
+            Error::Overflow { what, field, key } => {
+                format!("ERR {what} '{}' in '{}' would overflow", quote(field), quote(key))
             }
+            Error::Internal => "ERR internal error in the emq module (a bug: please report it)".to_string(),
         };
         Some(text)
     }
@@ -154,6 +154,9 @@ mod tests {
         let m = Error::bad_stored("weight of lane", b"\0", b"k", INTEGER)
             .message_c()
             .unwrap();
-        assert_eq!(m.to_str().unwrap(), "ERR weight of lane '\\x00' in 'k' is not an integer");
+        assert_eq!(
+            m.to_str().unwrap(),
+            "ERR weight of lane '\\x00' in 'k' is not an integer"
+        );
     }
 }

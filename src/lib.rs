@@ -33,9 +33,8 @@ mod module {
         }
         for (name, callback, flags) in COMMANDS {
             let created = unsafe {
-                raw::RedisModule_CreateCommand.map(|create| {
-                    create(ctx.ctx, name.as_ptr(), *callback, flags.as_ptr(), 1, 1, 1)
-                })
+                raw::RedisModule_CreateCommand
+                    .map(|create| create(ctx.ctx, name.as_ptr(), *callback, flags.as_ptr(), 1, 1, 1))
             };
             if created != Some(raw::REDISMODULE_OK as c_int) {
                 ctx.log_warning(&format!("emq: could not register {name:?}"));

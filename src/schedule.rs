@@ -36,7 +36,9 @@ pub fn serve_count(weight: i64, depth: u64, limit: Option<i64>, active: i64) -> 
     if let Some(lim) = limit {
         // In i128: a ceiling near i64::MAX and a negative count must not wrap.
         let headroom = i128::from(lim) - i128::from(active);
-        k = i128::from(k).min(headroom).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        k = i128::from(k)
+            .min(headroom)
+            .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
     }
     k
 }
@@ -178,9 +180,18 @@ mod tests {
 
     #[test]
     fn extremes_do_not_wrap() {
-        assert_eq!(serve_count(i64::MAX, u64::MAX, Some(i64::MAX), i64::MIN), i64::MAX);
+        assert_eq!(
+            serve_count(i64::MAX, u64::MAX, Some(i64::MAX), i64::MIN),
+            i64::MAX
+        );
         assert_eq!(serve_count(i64::MAX, 3, Some(i64::MIN), i64::MAX), i64::MIN);
-        assert_eq!(claim_turn(i64::MAX, &lane(3, i64::MAX - 1, None)), Turn::Serve { k: 3, leaves_ring: true });
+        assert_eq!(
+            claim_turn(i64::MAX, &lane(3, i64::MAX - 1, None)),
+            Turn::Serve {
+                k: 3,
+                leaves_ring: true
+            }
+        );
     }
 
     #[test]

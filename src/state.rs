@@ -2,7 +2,7 @@
 
 use crate::args::parse_i64;
 use crate::errors::{Error, INTEGER};
-use crate::store::{Arg, Ctx, Kind, KeyRead, RStr};
+use crate::store::{Arg, Ctx, KeyRead, Kind, RStr};
 
 /// An integer field of a hash: `None` when the key or the field is missing;
 /// `WRONGTYPE` when the key is not a hash; an error naming the key and the

@@ -30,8 +30,8 @@ const KEYTYPE_ZSET: c_int = 5;
 const CTX_FLAGS_LUA: c_int = 1 << 0;
 const CTX_FLAGS_MULTI: c_int = 1 << 1;
 const CTX_FLAGS_CLUSTER: c_int = 1 << 5;
-/// `REDISMODULE_HASH_DELETE`, which bindgen does not emit.
-const HASH_DELETE: *mut raw::RedisModuleString = 1 as *mut raw::RedisModuleString;
+/// `REDISMODULE_HASH_DELETE`, which bindgen does not emit: the address 1.
+const HASH_DELETE: *mut raw::RedisModuleString = ptr::without_provenance_mut(1);
 
 /// Calls an API function the server exported at load. `init` refuses to load
 /// when one of [`REQUIRED_API`] is missing, so the `None` arm is unreachable
@@ -271,6 +271,10 @@ pub trait KeyRead {
         unsafe { api!(RedisModule_ValueLength)(self.raw()) }
     }
 
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn list_get(&self, index: i64) -> Option<RStr> {
         RStr::own(unsafe { api!(RedisModule_ListGet)(self.raw(), index as c_long) })
     }
@@ -388,7 +392,8 @@ impl Ctx {
     }
 
     pub fn string(&self, bytes: &[u8]) -> RStr {
-        let ptr = unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+        let ptr =
+            unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
         RStr { ptr }
     }
 

@@ -60,14 +60,20 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     }
     let weight = if weighted {
         let weight_name = ctx.string(&keys::key(prefix, keys::WEIGHT));
-        schedule::effective_weight(state::stored_int(ctx, &weight_name, lane_name.as_arg(), "weight of lane")?)
+        schedule::effective_weight(state::stored_int(
+            ctx,
+            &weight_name,
+            lane_name.as_arg(),
+            "weight of lane",
+        )?)
     } else {
         1
     };
     let limit_name = ctx.string(&keys::key(prefix, keys::LIMIT));
     let limit = state::stored_int(ctx, &limit_name, lane_name.as_arg(), "limit of lane")?;
     let active_name = ctx.string(&keys::key(prefix, keys::ACTIVE));
-    let active = state::stored_int(ctx, &active_name, lane_name.as_arg(), "active count of lane")?.unwrap_or(0);
+    let active =
+        state::stored_int(ctx, &active_name, lane_name.as_arg(), "active count of lane")?.unwrap_or(0);
     let before = Lane {
         depth,
         active,
@@ -97,7 +103,15 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
             ring.list_push_tail(head.as_arg());
         }
         let (left, right) = (ctx.string(b"LEFT"), ctx.string(b"RIGHT"));
-        ctx.replicate(c"LMOVE", &[ring_name.as_arg(), ring_name.as_arg(), left.as_arg(), right.as_arg()]);
+        ctx.replicate(
+            c"LMOVE",
+            &[
+                ring_name.as_arg(),
+                ring_name.as_arg(),
+                left.as_arg(),
+                right.as_arg(),
+            ],
+        );
     }
 
     let pending = ctx.open_write(&pending_name);
@@ -142,7 +156,10 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     ctx.replicate(c"ZREM", &zrem);
     ctx.replicate(c"ZADD", &zadd);
     ctx.replicate(c"HSET", &hset);
-    ctx.replicate(c"HSET", &[active_name.as_arg(), lane_name.as_arg(), new_active_str.as_arg()]);
+    ctx.replicate(
+        c"HSET",
+        &[active_name.as_arg(), lane_name.as_arg(), new_active_str.as_arg()],
+    );
     if leaves_ring {
         ctx.replicate(c"RPOP", &[ring_name.as_arg()]);
     }

@@ -1,0 +1,34 @@
+# emq-lanes: `make run` starts Valkey 9.1 with the module loaded; `make test`
+# runs every test against real servers. Both install what is missing first.
+
+PORT ?= 6379
+MODULE := $(CURDIR)/target/release/libemq.so
+
+.PHONY: deps build run test unit lint clean
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	cargo build --release --locked
+
+run: build
+	@server=$$(scripts/servers.sh valkey9); cli=$$(scripts/servers.sh cli); \
+	echo "emq: Valkey 9.1 with $(MODULE) on 127.0.0.1:$(PORT)"; \
+	echo "emq: connect with  $$cli -p $(PORT)   (or any Redis/Valkey client); Ctrl-C stops it"; \
+	exec "$$server" --port $(PORT) --bind 127.0.0.1 --save "" --appendonly no \
+	  --loadmodule "$(MODULE)"
+
+# Unit tests (pure logic, no server) and integration tests (real servers).
+test: build
+	EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo test --release --locked
+
+unit:
+	cargo test --release --locked --lib
+
+lint:
+	cargo fmt --check
+	cargo clippy --release --locked --all-targets -- -D warnings
+
+clean:
+	cargo clean

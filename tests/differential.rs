@@ -1,0 +1,173 @@
+//! Differential test: on random seeded states, every native call and its Lua
+//! twin give the same reply and leave the same keyspace (every key compared;
+//! lease deadlines within a tolerance, since the two calls read the clock at
+//! two moments). A failure prints the seed and the turn to replay.
+
+mod common;
+
+use common::rng::Rng;
+use common::*;
+
+/// Claim turns per test function; two functions run in parallel.
+const TURNS_PER_SEED: usize = 100;
+const SEEDS_PER_TEST: u64 = 55;
+/// ms two deadlines may differ by (the calls are sequential, not simultaneous).
+const DEADLINE_TOLERANCE: f64 = 1000.0;
+
+fn random_lane(rng: &mut Rng, name: String) -> LaneSpec {
+    let depth = rng.below(7) as usize;
+    let jobs = (0..depth)
+        .map(|i| {
+            let mint = match rng.below(10) {
+                0 => format!("{}.5", rng.range(-3, 3)),
+                1 => "1e17".to_string(),
+                2 => "-inf".to_string(),
+                _ => rng.range(0, 5).to_string(), // ties, broken by member
+            };
+            (mint, format!("{name}-{i}"))
+        })
+        .collect();
+    let limit = rng.chance(1, 2).then(|| rng.range(1, 5));
+    let active = match (limit, rng.below(3)) {
+        (_, 0) => None,
+        (Some(l), _) => Some(rng.range(0, l + 1)),
+        (None, _) => Some(rng.range(0, 3)),
+    };
+    LaneSpec {
+        name,
+        jobs,
+        weight: (!rng.chance(1, 4)).then(|| rng.range(-1, 6).to_string()),
+        limit: limit.map(|l| l.to_string()),
+        active: active.map(|a| a.to_string()),
+    }
+}
+
+fn lane_name(rng: &mut Rng, i: usize) -> String {
+    match rng.below(8) {
+        0 => format!("pl {i}"),
+        1 => format!("{{t{i}}}"),
+        2 => format!("ü{i}"),
+        _ => format!("L{i}"),
+    }
+}
+
+fn run_seed(c: &mut redis::Connection, twins: &Twins, seed: u64) -> usize {
+    let mut rng = Rng::new(seed);
+    let n = format!("n{seed}{{q}}:");
+    let l = format!("l{seed}{{q}}:");
+    let names: Vec<String> = (0..rng.range(1, 8) as usize)
+        .map(|i| lane_name(&mut rng, i))
+        .collect();
+    let lanes: Vec<LaneSpec> = names
+        .iter()
+        .map(|name| random_lane(&mut rng, name.clone()))
+        .collect();
+    let mut ring: Vec<&str> = names
+        .iter()
+        .filter(|_| rng.chance(4, 5))
+        .map(String::as_str)
+        .collect();
+    if rng.chance(1, 5) {
+        ring.push("never-made");
+    }
+    rng.shuffle(&mut ring);
+    for p in [&n, &l] {
+        build(c, p, &lanes, &ring);
+    }
+    let native = Emq {
+        flavor: Flavor::Native,
+        twins,
+    };
+    let lua = Emq {
+        flavor: Flavor::Lua,
+        twins,
+    };
+
+    let mut claims = 0;
+    let mut step = 0;
+    while claims < TURNS_PER_SEED {
+        step += 1;
+        let roll = rng.below(20);
+        let (name, args): (&str, Vec<String>) = if roll < 9 {
+            ("wclaim", vec![rng.range(1, 100_000).to_string()])
+        } else if roll < 16 {
+            ("claim", vec![rng.range(1, 100_000).to_string()])
+        } else if roll < 18 {
+            let lane = names[rng.below(names.len() as u64) as usize].clone();
+            ("weight", vec![lane, rng.range(1, 6).to_string()])
+        } else {
+            // A producer adds work with core commands and rings the lane if absent.
+            let lane = names[rng.below(names.len() as u64) as usize].clone();
+            let (mint, job) = (rng.range(0, 9).to_string(), format!("{lane}-s{step}"));
+            for p in [&n, &l] {
+                let _: () = redis::cmd("ZADD")
+                    .arg(format!("{p}g:{lane}:pending"))
+                    .arg(&mint)
+                    .arg(&job)
+                    .query(c)
+                    .unwrap();
+                let pos: Option<i64> = redis::cmd("LPOS")
+                    .arg(format!("{p}gring"))
+                    .arg(&lane)
+                    .query(c)
+                    .unwrap();
+                if pos.is_none() {
+                    let _: () = redis::cmd("RPUSH")
+                        .arg(format!("{p}gring"))
+                        .arg(&lane)
+                        .query(c)
+                        .unwrap();
+                }
+            }
+            continue;
+        };
+        let at = |p: &str| -> Vec<String> {
+            std::iter::once(p.to_string())
+                .chain(args.iter().cloned())
+                .collect()
+        };
+        let (na, la) = (at(&n), at(&l));
+        let rn = native.run(c, name, &na.iter().map(String::as_str).collect::<Vec<_>>());
+        let rl = lua.run(c, name, &la.iter().map(String::as_str).collect::<Vec<_>>());
+        let ctx = format!("seed {seed} step {step}: {name} {args:?}");
+        if name == "weight" {
+            assert_eq!(rn, rl, "{ctx}");
+        } else {
+            claims += 1;
+            let (cn, cl) = (rn.claim(), rl.claim());
+            match (&cn, &cl) {
+                (Some((ln, dn, jn)), Some((ll, dl, jl))) => {
+                    assert_eq!((ln, jn), (ll, jl), "{ctx}");
+                    assert!(
+                        (dn - dl).abs() as f64 <= DEADLINE_TOLERANCE,
+                        "{ctx}: deadlines {dn} vs {dl}"
+                    );
+                }
+                _ => assert_eq!(cn, cl, "{ctx}"),
+            }
+        }
+        if let Some(d) = diff(&snapshot(c, &n), &snapshot(c, &l), DEADLINE_TOLERANCE) {
+            panic!("{ctx}: keyspaces diverge: {d}");
+        }
+    }
+    claims
+}
+
+fn run_seeds(seeds: std::ops::Range<u64>) -> usize {
+    let server = Server::start();
+    let mut c = server.conn();
+    let twins = Twins::load(&mut c);
+    seeds.map(|seed| run_seed(&mut c, &twins, seed)).sum()
+}
+
+#[test]
+fn native_and_lua_agree_on_random_states_first_half() {
+    let turns = run_seeds(0..SEEDS_PER_TEST);
+    assert!(turns >= 5_000, "{turns} turns");
+}
+
+#[test]
+fn native_and_lua_agree_on_random_states_second_half() {
+    let turns = run_seeds(SEEDS_PER_TEST..2 * SEEDS_PER_TEST);
+    assert!(turns >= 5_000, "{turns} turns");
+}

@@ -1,0 +1,243 @@
+//! SPEC section 3: bad input gets a clear error and changes nothing. Each
+//! case runs on a prepared keyspace; the native command must reply an error
+//! that begins with `ERR`/`WRONGTYPE` (and says what was wrong) and leave the
+//! digest and every key as they were; the Lua twin must refuse it too.
+
+mod common;
+
+use common::*;
+
+const P: &str = "e{q}:";
+
+/// A small healthy queue: two lanes in the ring, one with a ceiling.
+fn healthy(c: &mut redis::Connection) {
+    build(
+        c,
+        P,
+        &[
+            LaneSpec::new("a", 3).weight(2).limit(5).active(1),
+            LaneSpec::new("b", 2),
+        ],
+        &["a", "b"],
+    );
+}
+
+/// A server for one test function; each case starts from an empty keyspace.
+struct Bench {
+    _server: Server,
+    c: redis::Connection,
+    twins: Twins,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let server = Server::start();
+        let mut c = server.conn();
+        let twins = Twins::load(&mut c);
+        Bench {
+            _server: server,
+            c,
+            twins,
+        }
+    }
+
+    /// `setup` runs on an empty keyspace; then `args` must fail with an
+    /// error containing `expect`, changing nothing, natively and as a twin.
+    fn refused(&mut self, setup: &dyn Fn(&mut redis::Connection), name: &str, args: &[&str], expect: &str) {
+        let c = &mut self.c;
+        let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
+        setup(c);
+        let (before, digest_before) = (snapshot(c, P), digest(c));
+        let native = Emq {
+            flavor: Flavor::Native,
+            twins: &self.twins,
+        };
+        let reply = native.run(c, name, args);
+        let err = reply
+            .err()
+            .unwrap_or_else(|| panic!("{name} {args:?}: expected an error, got {reply:?}"));
+        assert!(
+            err.starts_with("ERR ") || err.starts_with("WRONGTYPE "),
+            "{name} {args:?}: {err}"
+        );
+        assert!(
+            err.contains(expect),
+            "{name} {args:?}: {err:?} should say {expect:?}"
+        );
+        assert_eq!(digest(c), digest_before, "{name} {args:?} changed the dataset");
+        assert_eq!(diff(&before, &snapshot(c, P), 0.0), None, "{name} {args:?}");
+
+        let lua = Emq {
+            flavor: Flavor::Lua,
+            twins: &self.twins,
+        };
+        let twin = lua.run(c, name, args);
+        assert!(
+            twin.err().is_some(),
+            "the twin of {name} accepted {args:?}: {twin:?}"
+        );
+    }
+}
+
+fn nothing(_: &mut redis::Connection) {}
+
+fn set(key: &'static str, value: &'static str) -> impl Fn(&mut redis::Connection) {
+    move |c| {
+        healthy(c);
+        let _: () = redis::cmd("DEL").arg(format!("{P}{key}")).query(c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{P}{key}"))
+            .arg(value)
+            .query(c)
+            .unwrap();
+    }
+}
+
+fn hset(key: &'static str, field: &'static str, value: &'static str) -> impl Fn(&mut redis::Connection) {
+    move |c| {
+        healthy(c);
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{P}{key}"))
+            .arg(field)
+            .arg(value)
+            .query(c)
+            .unwrap();
+    }
+}
+
+#[test]
+fn wrong_arity() {
+    let mut b = Bench::new();
+    for (name, args) in [
+        ("claim", &[P][..]),
+        ("claim", &[P, "1", "2"]),
+        ("wclaim", &[]),
+        ("wclaim", &[P]),
+        ("weight", &[P, "a"]),
+        ("weight", &[P, "a", "1", "2"]),
+    ] {
+        b.refused(&healthy, name, args, "wrong number of arguments");
+    }
+}
+
+#[test]
+fn bad_leases() {
+    let mut b = Bench::new();
+    for lease in [
+        "0",
+        "-1",
+        "abc",
+        "1.5",
+        "",
+        " 1",
+        "+1",
+        "01",
+        "1099511627777",
+        "99999999999999999999",
+    ] {
+        for name in ["claim", "wclaim"] {
+            b.refused(
+                &healthy,
+                name,
+                &[P, lease],
+                "lease must be an integer from 1 to 1099511627776",
+            );
+        }
+    }
+}
+
+#[test]
+fn empty_prefix_and_lane() {
+    let mut b = Bench::new();
+    b.refused(&nothing, "claim", &["", "100"], "prefix must not be empty");
+    b.refused(&nothing, "wclaim", &["", "100"], "prefix must not be empty");
+    b.refused(&nothing, "weight", &["", "a", "1"], "prefix must not be empty");
+    b.refused(&healthy, "weight", &[P, "", "1"], "lane must not be empty");
+}
+
+#[test]
+fn bad_weights() {
+    let mut b = Bench::new();
+    for w in ["0", "-3", "abc", "1.5", "", "9223372036854775808", "1e3"] {
+        b.refused(&healthy, "weight", &[P, "a", w], "weight must be an integer >= 1");
+    }
+}
+
+#[test]
+fn wrong_types() {
+    let mut b = Bench::new();
+    b.refused(&set("gring", "x"), "claim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("gring", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("g:a:pending", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("gweight", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("gweight", "x"), "weight", &[P, "a", "2"], "WRONGTYPE");
+    b.refused(&set("glimit", "x"), "claim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("gactive", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("leases", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&set("jlease", "x"), "claim", &[P, "100"], "WRONGTYPE");
+}
+
+#[test]
+fn corrupt_stored_numbers() {
+    let mut b = Bench::new();
+    b.refused(
+        &hset("gweight", "a", "abc"),
+        "wclaim",
+        &[P, "100"],
+        "weight of lane 'a' in 'e{q}:gweight'",
+    );
+    b.refused(
+        &hset("gweight", "a", "2.5"),
+        "wclaim",
+        &[P, "100"],
+        "weight of lane 'a' in 'e{q}:gweight' is not an integer",
+    );
+    b.refused(
+        &hset("glimit", "a", "x"),
+        "claim",
+        &[P, "100"],
+        "limit of lane 'a' in 'e{q}:glimit' is not an integer",
+    );
+    b.refused(
+        &hset("glimit", "a", "3.5"),
+        "wclaim",
+        &[P, "100"],
+        "limit of lane 'a'",
+    );
+    b.refused(
+        &hset("gactive", "a", "x"),
+        "wclaim",
+        &[P, "100"],
+        "active count of lane 'a' in 'e{q}:gactive'",
+    );
+}
+
+#[test]
+fn active_count_overflow() {
+    let mut b = Bench::new();
+    let setup = |c: &mut redis::Connection| {
+        build(c, P, &[LaneSpec::new("a", 3).active(i64::MAX)], &["a"]);
+    };
+    b.refused(
+        &setup,
+        "claim",
+        &[P, "100"],
+        "active count of lane 'a' in 'e{q}:gactive' would overflow",
+    );
+}
+
+#[test]
+fn a_refused_call_leaves_the_server_serving() {
+    let server = Server::start();
+    let mut c = server.conn();
+    healthy(&mut c);
+    for bad in [
+        &["EMQ.WCLAIM", P, "x"][..],
+        &["EMQ.WEIGHT", P, "a\0b", "0"],
+        &["EMQ.CLAIM"],
+    ] {
+        assert!(cmd(&mut c, bad).err().is_some());
+    }
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "100"]).claim().unwrap();
+    assert_eq!((lane.as_str(), jobs.len()), ("a", 2));
+}
