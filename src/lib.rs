@@ -4,6 +4,7 @@
 pub mod args;
 pub mod commands;
 pub mod errors;
+pub mod info;
 pub mod keys;
 pub mod schedule;
 pub mod state;
@@ -39,6 +40,11 @@ mod module {
             if created != Some(raw::REDISMODULE_OK as c_int) {
                 ctx.log_warning(&format!("emq: could not register {name:?}"));
                 return Status::Err;
+            }
+        }
+        unsafe {
+            if let Some(register) = raw::RedisModule_RegisterInfoFunc {
+                register(ctx.ctx, Some(crate::info::info));
             }
         }
         ctx.log_notice(&format!(

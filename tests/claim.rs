@@ -259,3 +259,19 @@ fn weights_are_a_share_over_full_turns() {
         assert_eq!(got, [50, 100, 150, 250], "{:?}", emq.flavor);
     });
 }
+
+#[test]
+fn module_list_and_info_tell_the_build() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let modules = cmd(&mut c, &["MODULE", "LIST"]);
+    assert!(format!("{modules:?}").contains("emq"), "{modules:?}");
+    let info: String = redis::cmd("INFO").arg("emq").query(&mut c).unwrap();
+    let version = format!("emq_version:{}", env!("CARGO_PKG_VERSION"));
+    assert!(info.contains(&version), "{info}");
+    let commit = info
+        .lines()
+        .find_map(|l| l.strip_prefix("emq_commit:"))
+        .expect("a commit line");
+    assert!(commit.len() >= 7 && !commit.starts_with("unknown"), "{info}");
+}
