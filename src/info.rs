@@ -4,7 +4,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+pub(crate) extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     unsafe {
         let (Some(section), Some(field)) = (
             raw::RedisModule_InfoAddSection,
