@@ -4,7 +4,8 @@
 pub mod args;
 pub mod commands;
 pub mod errors;
-pub mod info;
+#[cfg(not(test))]
+mod info;
 pub mod keys;
 pub mod schedule;
 pub mod state;
