@@ -19,13 +19,28 @@ mod module {
     use redis_module::{raw, redis_module, Context, RedisString, Status};
 
     use crate::command_callback;
-    use crate::commands::{claim, lanes};
+    use crate::commands::{claim, lanes, lifecycle};
 
     /// name, callback, flags (first key = last key = the prefix, argument 1).
     const COMMANDS: &[(&CStr, raw::RedisModuleCmdFunc, &CStr)] = &[
         (c"emq.claim", command_callback!(claim::claim), c"write fast"),
         (c"emq.wclaim", command_callback!(claim::wclaim), c"write fast"),
         (c"emq.weight", command_callback!(lanes::weight), c"write fast"),
+        (
+            c"emq.enqueue",
+            command_callback!(lifecycle::enqueue),
+            c"write deny-oom fast",
+        ),
+        (c"emq.ack", command_callback!(lifecycle::ack), c"write fast"),
+        (c"emq.nack", command_callback!(lifecycle::nack), c"write fast"),
+        (c"emq.extend", command_callback!(lifecycle::extend), c"write fast"),
+        (c"emq.reap", command_callback!(lifecycle::reap), c"write"),
+        // These may remove a lane from the ring at an unknown position (LREM).
+        (c"emq.limit", command_callback!(lanes::limit), c"write"),
+        (c"emq.pause", command_callback!(lanes::pause), c"write"),
+        (c"emq.resume", command_callback!(lanes::resume), c"write"),
+        (c"emq.reassign", command_callback!(lanes::reassign), c"write"),
+        (c"emq.lane", command_callback!(lanes::lane), c"readonly"),
     ];
 
     fn init(ctx: &Context, _args: &[RedisString]) -> Status {

@@ -77,6 +77,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CreateStringFromLongLong,
         RedisModule_FreeString,
         RedisModule_StringPtrLen,
+        RedisModule_StringToDouble,
         RedisModule_ReplyWithArray,
         RedisModule_ReplyWithEmptyArray,
         RedisModule_ReplyWithNullArray,
@@ -182,6 +183,14 @@ pub struct Arg<'a> {
 impl<'a> Arg<'a> {
     pub fn bytes(&self) -> &'a [u8] {
         bytes_of(self.ptr)
+    }
+
+    /// The value as a zset score, parsed by the server's own rules (what
+    /// `ZADD` accepts: no NaN, no spaces).
+    pub fn to_score(&self) -> Option<f64> {
+        let mut v = 0f64;
+        let status = unsafe { api!(RedisModule_StringToDouble)(self.ptr, &mut v) };
+        (status == raw::REDISMODULE_OK as c_int && !v.is_nan()).then_some(v)
     }
 }
 
@@ -301,13 +310,18 @@ pub trait KeyRead {
 
     /// The `n` lowest-scored members, in ZPOPMIN order, without removing them.
     fn zset_head(&self, n: usize) -> Vec<(RStr, f64)> {
+        self.zset_up_to(f64::INFINITY, n)
+    }
+
+    /// At most `n` members scored `<= max`, lowest first (ties by member).
+    fn zset_up_to(&self, max: f64, n: usize) -> Vec<(RStr, f64)> {
         let mut out = Vec::with_capacity(n.min(1024));
         if n == 0 {
             return out;
         }
         let key = self.raw();
         unsafe {
-            if api!(RedisModule_ZsetFirstInScoreRange)(key, f64::NEG_INFINITY, f64::INFINITY, 0, 0)
+            if api!(RedisModule_ZsetFirstInScoreRange)(key, f64::NEG_INFINITY, max, 0, 0)
                 != raw::REDISMODULE_OK as c_int
             {
                 return out;
@@ -529,19 +543,56 @@ impl Ctx {
         }
     }
 
-    // ---- set membership (the key API has no set calls) ----
+    // ---- calls the key API has no equivalent for (off the claim path) ----
 
-    /// Runs a set command whose reply is an integer (`SADD`, `SREM`,
-    /// `SISMEMBER`) and returns it.
+    /// A set command with an integer reply (`SADD`, `SREM`, `SISMEMBER`).
     pub fn set_call(&self, cmd: &CStr, key: &RStr, member: Arg) -> i64 {
         unsafe {
             let reply = api!(RedisModule_Call)(self.ptr, cmd.as_ptr(), c"ss".as_ptr(), key.ptr, member.ptr);
-            if reply.is_null() {
-                return 0;
-            }
-            let v = api!(RedisModule_CallReplyInteger)(reply);
-            api!(RedisModule_FreeCallReply)(reply);
-            v
+            take_integer(reply)
         }
     }
+
+    /// `LREM key 0 element`: removes every occurrence; returns how many.
+    pub fn list_remove_all(&self, key: &RStr, element: Arg) -> i64 {
+        unsafe {
+            let reply = api!(RedisModule_Call)(
+                self.ptr,
+                c"LREM".as_ptr(),
+                c"scs".as_ptr(),
+                key.ptr,
+                c"0".as_ptr(),
+                element.ptr,
+            );
+            take_integer(reply)
+        }
+    }
+
+    /// `LPOS key element` is not nil.
+    pub fn list_contains(&self, key: &RStr, element: Arg) -> bool {
+        unsafe {
+            let reply =
+                api!(RedisModule_Call)(self.ptr, c"LPOS".as_ptr(), c"ss".as_ptr(), key.ptr, element.ptr);
+            if reply.is_null() {
+                return false;
+            }
+            let found = api!(RedisModule_CallReplyType)(reply) == raw::REDISMODULE_REPLY_INTEGER as c_int;
+            api!(RedisModule_FreeCallReply)(reply);
+            found
+        }
+    }
+}
+
+/// The integer of a call reply (0 for anything else), freeing the reply.
+unsafe fn take_integer(reply: *mut raw::RedisModuleCallReply) -> i64 {
+    if reply.is_null() {
+        return 0;
+    }
+    let v = if api!(RedisModule_CallReplyType)(reply) == raw::REDISMODULE_REPLY_INTEGER as c_int {
+        api!(RedisModule_CallReplyInteger)(reply)
+    } else {
+        0
+    };
+    api!(RedisModule_FreeCallReply)(reply);
+    v
 }

@@ -1,7 +1,8 @@
 //! Differential test: on random seeded states, every native call and its Lua
-//! twin give the same reply and leave the same keyspace (every key compared;
-//! lease deadlines within a tolerance, since the two calls read the clock at
-//! two moments). A failure prints the seed and the turn to replay.
+//! twin give the same reply and leave the same keyspace, every key compared
+//! exactly. The two calls run in one MULTI/EXEC, so they read the same
+//! server clock and their lease deadlines must be equal. A failure prints the
+//! seed and the turn to replay.
 
 mod common;
 
@@ -11,8 +12,6 @@ use common::*;
 /// Claim turns per test function; two functions run in parallel.
 const TURNS_PER_SEED: usize = 100;
 const SEEDS_PER_TEST: u64 = 55;
-/// ms two deadlines may differ by (the calls are sequential, not simultaneous).
-const DEADLINE_TOLERANCE: f64 = 1000.0;
 
 fn random_lane(rng: &mut Rng, name: String) -> LaneSpec {
     let depth = rng.below(7) as usize;
@@ -74,14 +73,6 @@ fn run_seed(c: &mut redis::Connection, twins: &Twins, seed: u64) -> usize {
     for p in [&n, &l] {
         build(c, p, &lanes, &ring);
     }
-    let native = Emq {
-        flavor: Flavor::Native,
-        twins,
-    };
-    let lua = Emq {
-        flavor: Flavor::Lua,
-        twins,
-    };
 
     let mut claims = 0;
     let mut step = 0;
@@ -121,32 +112,19 @@ fn run_seed(c: &mut redis::Connection, twins: &Twins, seed: u64) -> usize {
             }
             continue;
         };
-        let at = |p: &str| -> Vec<String> {
-            std::iter::once(p.to_string())
-                .chain(args.iter().cloned())
+        let at = |p: &str| -> Vec<Vec<u8>> {
+            std::iter::once(p.as_bytes().to_vec())
+                .chain(args.iter().map(|a| a.as_bytes().to_vec()))
                 .collect()
         };
         let (na, la) = (at(&n), at(&l));
-        let rn = native.run(c, name, &na.iter().map(String::as_str).collect::<Vec<_>>());
-        let rl = lua.run(c, name, &la.iter().map(String::as_str).collect::<Vec<_>>());
+        let (rn, rl) = paired(c, twins, name, &refs(&na), &refs(&la));
         let ctx = format!("seed {seed} step {step}: {name} {args:?}");
-        if name == "weight" {
-            assert_eq!(rn, rl, "{ctx}");
-        } else {
+        assert_eq!(rn, rl, "{ctx}");
+        if name != "weight" {
             claims += 1;
-            let (cn, cl) = (rn.claim(), rl.claim());
-            match (&cn, &cl) {
-                (Some((ln, dn, jn)), Some((ll, dl, jl))) => {
-                    assert_eq!((ln, jn), (ll, jl), "{ctx}");
-                    assert!(
-                        (dn - dl).abs() as f64 <= DEADLINE_TOLERANCE,
-                        "{ctx}: deadlines {dn} vs {dl}"
-                    );
-                }
-                _ => assert_eq!(cn, cl, "{ctx}"),
-            }
         }
-        if let Some(d) = diff(&snapshot(c, &n), &snapshot(c, &l), DEADLINE_TOLERANCE) {
+        if let Some(d) = diff(&snapshot(c, &n), &snapshot(c, &l), 0.0) {
             panic!("{ctx}: keyspaces diverge: {d}");
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod claim;
 pub mod lanes;
+pub mod lifecycle;
 
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -221,6 +221,13 @@ pub fn call(c: &mut redis::Connection, args: &[&[u8]]) -> Reply {
     }
 }
 
+/// `CODE detail`, without the " script: …" a server appends to errors
+/// raised inside a script.
+pub fn error_text(code: &str, detail: &str) -> String {
+    let detail = detail.split(" script: ").next().unwrap_or("");
+    format!("{code} {detail}").trim().to_string()
+}
+
 /// `call` with string arguments.
 pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> Reply {
     let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
@@ -232,20 +239,35 @@ pub struct Twins {
     shas: BTreeMap<&'static str, String>,
 }
 
-/// Twin name → script file in `lua/`.
-pub const TWINS: &[&str] = &["claim", "wclaim", "weight"];
+/// The twins that stand alone; every other twin is `lua/shared.lua`
+/// followed by its own file.
+pub const STANDALONE: &[&str] = &["claim", "wclaim", "weight"];
+pub const WITH_SHARED: &[&str] = &[
+    "enqueue", "ack", "nack", "extend", "reap", "limit", "pause", "resume", "reassign", "lane",
+];
+
+/// The source of twin `name`, as it is loaded.
+pub fn twin_source(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+    let read =
+        |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("lua/{file}: {e}"));
+    let body = read(&format!("{name}.lua"));
+    if STANDALONE.contains(&name) {
+        body
+    } else {
+        read("shared.lua") + "\n" + &body
+    }
+}
 
 impl Twins {
     pub fn load(c: &mut redis::Connection) -> Twins {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
         let mut shas = BTreeMap::new();
-        for name in TWINS {
-            let body = std::fs::read_to_string(dir.join(format!("{name}.lua"))).expect("twin script");
+        for name in STANDALONE.iter().chain(WITH_SHARED) {
             let sha: String = redis::cmd("SCRIPT")
                 .arg("LOAD")
-                .arg(body)
+                .arg(twin_source(name))
                 .query(c)
-                .unwrap_or_else(|e| panic!("loading lua/{name}.lua: {e}"));
+                .unwrap_or_else(|e| panic!("loading the {name} twin: {e}"));
             shas.insert(*name, sha);
         }
         Twins { shas }
@@ -253,27 +275,78 @@ impl Twins {
 
     /// `EVALSHA` of twin `name` with `keys` and `argv`.
     pub fn call(&self, c: &mut redis::Connection, name: &str, keys: &[&[u8]], argv: &[&[u8]]) -> Reply {
-        let sha = self.shas[name].as_bytes();
-        let numkeys = keys.len().to_string();
-        let mut args: Vec<&[u8]> = vec![b"EVALSHA", sha, numkeys.as_bytes()];
-        args.extend_from_slice(keys);
-        args.extend_from_slice(argv);
-        call(c, &args)
+        let full = self.evalsha(name, keys, argv);
+        call(c, &full.iter().map(Vec::as_slice).collect::<Vec<_>>())
     }
 
-    /// A twin in the native command's shape: `args[0]` is the prefix.
-    /// WCLAIM keeps the seed's convention (`KEYS[1] = P gring`, `ARGV = P, lease`);
-    /// every other twin takes `KEYS[1] = P` and the rest as `ARGV`.
-    pub fn like_native(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
+    fn evalsha(&self, name: &str, keys: &[&[u8]], argv: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut full = vec![
+            b"EVALSHA".to_vec(),
+            self.shas[name].as_bytes().to_vec(),
+            keys.len().to_string().into_bytes(),
+        ];
+        full.extend(keys.iter().chain(argv).map(|a| a.to_vec()));
+        full
+    }
+
+    /// The twin's full command in the native command's shape: `args[0]` is
+    /// the prefix. WCLAIM keeps the seed's convention (`KEYS[1] = P gring`,
+    /// `ARGV = P, lease`); every other twin takes `KEYS[1] = P` and the rest
+    /// as `ARGV`.
+    pub fn command(&self, name: &str, args: &[&[u8]]) -> Vec<Vec<u8>> {
         if name == "wclaim" {
             let ring = [args.first().copied().unwrap_or(b""), b"gring"].concat();
-            return self.call(c, name, &[&ring], args);
+            return self.evalsha(name, &[&ring], args);
         }
         match args.split_first() {
-            Some((p, rest)) => self.call(c, name, &[p], rest),
-            None => self.call(c, name, &[], &[]),
+            Some((p, rest)) => self.evalsha(name, &[p], rest),
+            None => self.evalsha(name, &[], &[]),
         }
     }
+
+    pub fn like_native(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
+        let full = self.command(name, args);
+        call(c, &full.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+}
+
+/// Borrowed views of owned arguments.
+pub fn refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(Vec::as_slice).collect()
+}
+
+/// The native command's full argv: `EMQ.<NAME> args…`.
+pub fn native_command(name: &str, args: &[&[u8]]) -> Vec<Vec<u8>> {
+    let mut full = vec![format!("EMQ.{}", name.to_uppercase()).into_bytes()];
+    full.extend(args.iter().map(|a| a.to_vec()));
+    full
+}
+
+/// Runs the native command (with `native_args`) and its twin (with
+/// `lua_args`) inside one MULTI/EXEC, so that both read the same server
+/// clock: their deadlines can be compared exactly.
+pub fn paired(
+    c: &mut redis::Connection,
+    twins: &Twins,
+    name: &str,
+    native_args: &[&[u8]],
+    lua_args: &[&[u8]],
+) -> (Reply, Reply) {
+    let mut pipe = redis::pipe();
+    pipe.atomic().ignore_errors();
+    for full in [native_command(name, native_args), twins.command(name, lua_args)] {
+        let mut cmd = redis::cmd(std::str::from_utf8(&full[0]).unwrap());
+        for a in &full[1..] {
+            cmd.arg(a.as_slice());
+        }
+        pipe.add_command(cmd);
+    }
+    let replies: Vec<Value> = pipe.query(c).expect("MULTI/EXEC");
+    let mut it = replies.into_iter().map(|v| match v {
+        Value::ServerError(e) => Reply::Err(error_text(e.code(), e.details().unwrap_or(""))),
+        v => Reply::Ok(v),
+    });
+    (it.next().expect("native reply"), it.next().expect("twin reply"))
 }
 
 /// One key's content, comparable across prefixes.
@@ -286,39 +359,42 @@ pub enum Content {
     Str(Vec<u8>),
 }
 
-/// Every key under `prefix`, by suffix.
+/// Every key under `prefix`, by suffix (three round trips, pipelined).
 pub fn snapshot(c: &mut redis::Connection, prefix: &str) -> BTreeMap<Vec<u8>, Content> {
     let pattern = format!("{}*", glob_escape(prefix));
     let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg(&pattern).query(c).expect("KEYS");
+    if keys.is_empty() {
+        return BTreeMap::new();
+    }
+    let mut types = redis::pipe();
+    for key in &keys {
+        types.cmd("TYPE").arg(key);
+    }
+    let kinds: Vec<String> = types.query(c).expect("TYPE");
+    let mut reads = redis::pipe();
+    for (key, kind) in keys.iter().zip(&kinds) {
+        match kind.as_str() {
+            "list" => reads.cmd("LRANGE").arg(key).arg(0).arg(-1),
+            "zset" => reads.cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES"),
+            "hash" => reads.cmd("HGETALL").arg(key),
+            "set" => reads.cmd("SMEMBERS").arg(key),
+            "string" => reads.cmd("GET").arg(key),
+            other => panic!("unexpected type {other} at {}", String::from_utf8_lossy(key)),
+        };
+    }
+    let values: Vec<Value> = reads.query(c).expect("key contents");
     let mut out = BTreeMap::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query(c).expect("TYPE");
+    for ((key, kind), value) in keys.iter().zip(&kinds).zip(values) {
         let content = match kind.as_str() {
-            "list" => Content::List(
-                redis::cmd("LRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .query(c)
-                    .expect("LRANGE"),
-            ),
-            "zset" => Content::Zset(
-                redis::cmd("ZRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES")
-                    .query(c)
-                    .expect("ZRANGE"),
-            ),
-            "hash" => Content::Hash(redis::cmd("HGETALL").arg(&key).query(c).expect("HGETALL")),
+            "list" => Content::List(redis::from_redis_value(value).expect("list")),
+            "zset" => Content::Zset(redis::from_redis_value(value).expect("zset")),
+            "hash" => Content::Hash(redis::from_redis_value(value).expect("hash")),
             "set" => {
-                let mut m: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(&key).query(c).expect("SMEMBERS");
+                let mut m: Vec<Vec<u8>> = redis::from_redis_value(value).expect("set");
                 m.sort();
                 Content::Set(m)
             }
-            "string" => Content::Str(redis::cmd("GET").arg(&key).query(c).expect("GET")),
-            other => panic!("unexpected type {other} at {}", String::from_utf8_lossy(&key)),
+            _ => Content::Str(redis::from_redis_value(value).expect("string")),
         };
         out.insert(key[prefix.len()..].to_vec(), content);
     }
@@ -471,10 +547,8 @@ impl Emq<'_> {
     pub fn run_bytes(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
         match self.flavor {
             Flavor::Native => {
-                let cmd = format!("EMQ.{}", name.to_uppercase());
-                let mut all: Vec<&[u8]> = vec![cmd.as_bytes()];
-                all.extend_from_slice(args);
-                call(c, &all)
+                let full = native_command(name, args);
+                call(c, &full.iter().map(Vec::as_slice).collect::<Vec<_>>())
             }
             Flavor::Lua => self.twins.like_native(c, name, args),
         }

@@ -1,0 +1,2 @@
+-- EMQ.NACK's twin (after shared.lua). ARGV = token, job [, job ...]
+return settle('nack', true)

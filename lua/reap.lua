@@ -1,0 +1,18 @@
+-- EMQ.REAP's twin (after shared.lua). ARGV = [COUNT, n]
+arity(true, 'reap')
+local count = '100'
+if #ARGV == 2 and string.upper(ARGV[1]) == 'COUNT' then
+  count = ARGV[2]
+  if not is_int(count) or tonumber(count) < 1 then fail('ERR COUNT must be an integer >= 1') end
+elseif #ARGV ~= 0 then
+  fail('ERR syntax error')
+end
+redis.call('ZCARD', LEASES); redis.call('HLEN', JLEASE)
+local jobs = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now_ms(), 'LIMIT', 0, count)
+local items = {}
+for i, job in ipairs(jobs) do
+  local rec = redis.call('HGET', JLEASE, job)
+  if rec then items[i] = {job, parse_record(rec, job)} else items[i] = {job} end
+end
+release(items, true)
+return jobs

@@ -1,0 +1,2 @@
+-- EMQ.RESUME's twin (after shared.lua). ARGV = lane
+return set_paused('resume', false)
