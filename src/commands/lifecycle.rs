@@ -21,7 +21,7 @@ use crate::store::{Arg, Argv, Ctx, KeyRead, Kind, RStr, ReadKey};
 /// `EMQ.ENQUEUE P lane mint job [mint job …]`: `ZADD NX` into the lane,
 /// skipping job ids that are currently leased. Reply: the number added.
 pub fn enqueue(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    if argv.len() < 5 || argv.len() % 2 == 0 {
+    if argv.len() < 5 || argv.len().is_multiple_of(2) {
         return Err(Error::WrongArity);
     }
     let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
