@@ -6,22 +6,6 @@ mod common;
 
 use common::*;
 
-fn both(test: impl Fn(&mut redis::Connection, &Emq, &str)) {
-    let server = Server::start();
-    let mut c = server.conn();
-    let twins = Twins::load(&mut c);
-    for (flavor, prefix) in [(Flavor::Native, "n{q}:"), (Flavor::Lua, "l{q}:")] {
-        test(
-            &mut c,
-            &Emq {
-                flavor,
-                twins: &twins,
-            },
-            prefix,
-        );
-    }
-}
-
 fn ring(c: &mut redis::Connection, p: &str) -> Vec<String> {
     redis::cmd("LRANGE")
         .arg(format!("{p}gring"))

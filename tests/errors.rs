@@ -241,3 +241,249 @@ fn a_refused_call_leaves_the_server_serving() {
     let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "100"]).claim().unwrap();
     assert_eq!((lane.as_str(), jobs.len()), ("a", 2));
 }
+
+/// `healthy` plus one job leased under token 5000 (long expired).
+fn leased(c: &mut redis::Connection) {
+    healthy(c);
+    let mut pipe = redis::pipe();
+    pipe.cmd("ZADD")
+        .arg(format!("{P}leases"))
+        .arg(5000)
+        .arg("ja")
+        .ignore();
+    pipe.cmd("HSET")
+        .arg(format!("{P}jlease"))
+        .arg("ja")
+        .arg("0.5 a")
+        .ignore();
+    pipe.query::<()>(c).unwrap();
+}
+
+fn also(
+    first: fn(&mut redis::Connection),
+    key: &'static str,
+    field: &'static str,
+    value: &'static str,
+) -> impl Fn(&mut redis::Connection) {
+    move |c| {
+        first(c);
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{P}{key}"))
+            .arg(field)
+            .arg(value)
+            .query(c)
+            .unwrap();
+    }
+}
+
+fn string_at(first: fn(&mut redis::Connection), key: &'static str) -> impl Fn(&mut redis::Connection) {
+    move |c| {
+        first(c);
+        let _: () = redis::cmd("DEL").arg(format!("{P}{key}")).query(c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{P}{key}"))
+            .arg("x")
+            .query(c)
+            .unwrap();
+    }
+}
+
+#[test]
+fn lifecycle_arity() {
+    let mut b = Bench::new();
+    for (name, args) in [
+        ("enqueue", &[P, "a", "1"][..]),
+        ("enqueue", &[P, "a", "1", "j", "2"]),
+        ("ack", &[P, "1"]),
+        ("nack", &[P]),
+        ("extend", &[P, "1", "100"]),
+        ("reap", &[]),
+        ("limit", &[P, "a"]),
+        ("pause", &[P, "a", "b"]),
+        ("resume", &[P]),
+        ("reassign", &[P, "j", "a"]),
+        ("lane", &[P, "a", "b"]),
+    ] {
+        b.refused(&healthy, name, args, "wrong number of arguments");
+    }
+}
+
+#[test]
+fn lifecycle_bad_arguments() {
+    let mut b = Bench::new();
+    for mint in ["abc", "nan", "", " 1", "1 ", "1,5"] {
+        b.refused(
+            &healthy,
+            "enqueue",
+            &[P, "a", "1", "ok", mint, "j"],
+            "mint must be a float",
+        );
+    }
+    b.refused(&healthy, "enqueue", &[P, "", "1", "j"], "lane must not be empty");
+    b.refused(
+        &healthy,
+        "enqueue",
+        &["", "a", "1", "j"],
+        "prefix must not be empty",
+    );
+    for token in ["x", "1.5", "", "9223372036854775808", "+5"] {
+        b.refused(&leased, "ack", &[P, token, "ja"], "token must be an integer");
+        b.refused(&leased, "nack", &[P, token, "ja"], "token must be an integer");
+        b.refused(
+            &leased,
+            "extend",
+            &[P, token, "100", "ja"],
+            "token must be an integer",
+        );
+    }
+    b.refused(
+        &leased,
+        "extend",
+        &[P, "5000", "0", "ja"],
+        "lease must be an integer from 1 to 1099511627776",
+    );
+    for n in ["0", "-1", "x", "1.5"] {
+        b.refused(&leased, "reap", &[P, "COUNT", n], "COUNT must be an integer >= 1");
+        b.refused(
+            &healthy,
+            "limit",
+            &[P, "a", n],
+            "limit must be an integer >= 1 or NONE",
+        );
+    }
+    b.refused(&leased, "reap", &[P, "COUNT"], "syntax error");
+    b.refused(&leased, "reap", &[P, "LIMIT", "1"], "syntax error");
+    b.refused(&leased, "reap", &[P, "COUNT", "1", "x"], "syntax error");
+    b.refused(&healthy, "pause", &[P, ""], "lane must not be empty");
+    b.refused(
+        &healthy,
+        "reassign",
+        &[P, "a1", "a", ""],
+        "lane must not be empty",
+    );
+    b.refused(&healthy, "lane", &[P, ""], "lane must not be empty");
+}
+
+#[test]
+fn lifecycle_wrong_types() {
+    let mut b = Bench::new();
+    b.refused(
+        &string_at(healthy, "g:a:pending"),
+        "enqueue",
+        &[P, "a", "1", "j"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(healthy, "jlease"),
+        "enqueue",
+        &[P, "a", "1", "j"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(healthy, "gring"),
+        "enqueue",
+        &[P, "a", "1", "j"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(healthy, "gpaused"),
+        "enqueue",
+        &[P, "a", "1", "j"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(leased, "leases"),
+        "ack",
+        &[P, "5000", "ja"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(leased, "jlease"),
+        "nack",
+        &[P, "5000", "ja"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(leased, "gactive"),
+        "ack",
+        &[P, "5000", "ja"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(leased, "g:a:pending"),
+        "nack",
+        &[P, "5000", "ja"],
+        "WRONGTYPE",
+    );
+    b.refused(
+        &string_at(leased, "leases"),
+        "extend",
+        &[P, "5000", "100", "ja"],
+        "WRONGTYPE",
+    );
+    b.refused(&string_at(leased, "leases"), "reap", &[P], "WRONGTYPE");
+    b.refused(&string_at(leased, "gring"), "reap", &[P], "WRONGTYPE");
+    b.refused(
+        &string_at(healthy, "glimit"),
+        "limit",
+        &[P, "a", "2"],
+        "WRONGTYPE",
+    );
+    b.refused(&string_at(healthy, "gpaused"), "pause", &[P, "a"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gring"), "resume", &[P, "a"], "WRONGTYPE");
+    b.refused(
+        &string_at(healthy, "g:b:pending"),
+        "reassign",
+        &[P, "a1", "a", "b"],
+        "WRONGTYPE",
+    );
+    b.refused(&string_at(healthy, "gring"), "lane", &[P, "a"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gweight"), "lane", &[P, "a"], "WRONGTYPE");
+}
+
+#[test]
+fn lifecycle_corrupt_stored_values() {
+    let mut b = Bench::new();
+    for bad in ["garbage", "1.5", "x a", " a", "1 "] {
+        let setup = also(leased, "jlease", "ja", bad);
+        let expect = "lease record of job 'ja' in 'e{q}:jlease' is not \"<mint> <lane>\"";
+        b.refused(&setup, "ack", &[P, "5000", "ja"], expect);
+        b.refused(&setup, "reap", &[P], expect);
+    }
+    b.refused(
+        &also(leased, "gactive", "a", "x"),
+        "nack",
+        &[P, "5000", "ja"],
+        "active count of lane 'a'",
+    );
+    b.refused(
+        &also(leased, "glimit", "a", "1.5"),
+        "reap",
+        &[P],
+        "limit of lane 'a'",
+    );
+    b.refused(
+        &also(healthy, "glimit", "a", "x"),
+        "enqueue",
+        &[P, "a", "9", "j"],
+        "limit of lane 'a'",
+    );
+    b.refused(
+        &also(healthy, "gactive", "b", "x"),
+        "pause",
+        &[P, "b"],
+        "active count of lane 'b'",
+    );
+    b.refused(
+        &also(healthy, "gweight", "a", "x"),
+        "lane",
+        &[P, "a"],
+        "weight of lane 'a'",
+    );
+    b.refused(
+        &also(healthy, "glimit", "b", "no"),
+        "reassign",
+        &[P, "a1", "a", "b"],
+        "limit of lane 'b'",
+    );
+}

@@ -554,3 +554,21 @@ impl Emq<'_> {
         }
     }
 }
+
+/// Runs `test` against the native commands (prefix `n{q}:`) and then the
+/// Lua twins (prefix `l{q}:`) on one server.
+pub fn both(test: impl Fn(&mut redis::Connection, &Emq, &str)) {
+    let server = Server::start();
+    let mut c = server.conn();
+    let twins = Twins::load(&mut c);
+    for (flavor, prefix) in [(Flavor::Native, "n{q}:"), (Flavor::Lua, "l{q}:")] {
+        test(
+            &mut c,
+            &Emq {
+                flavor,
+                twins: &twins,
+            },
+            prefix,
+        );
+    }
+}

@@ -1,0 +1,467 @@
+//! Property test of the whole lifecycle: random streams of every command run
+//! on two prefixes, one through the native commands and one through the Lua
+//! twins (each pair in one MULTI/EXEC, so both read the same clock). After
+//! every operation the replies and the whole keyspaces must agree exactly,
+//! and the invariants must hold:
+//! - the ring holds exactly the serviceable lanes, each once;
+//! - `gactive[lane]` equals the number of `P jlease` records naming the lane
+//!   (no field at 0 or below);
+//! - `P leases` and `P jlease` hold the same jobs;
+//! - every job enqueued and not acked is in exactly one place (one pending
+//!   zset or the leases), and nothing else is anywhere;
+//! - no key is empty.
+//! The test also predicts ENQUEUE's and ACK's counts from the state before
+//! the call. A failure prints the seed and step to replay.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::rng::Rng;
+use common::*;
+
+const OPS_PER_SEED: usize = 1_300;
+const SEEDS_PER_TEST: u64 = 10;
+const SHORT_LEASE: &str = "1";
+const LONG_LEASE: &str = "600000";
+
+struct Run<'a> {
+    c: &'a mut redis::Connection,
+    twins: &'a Twins,
+    rng: Rng,
+    seed: u64,
+    step: usize,
+    n: String,
+    l: String,
+    lanes: Vec<String>,
+    /// Jobs enqueued and not acked.
+    alive: BTreeSet<String>,
+    /// Jobs acked (may be enqueued again).
+    dead: Vec<String>,
+    /// Claims seen: (token, jobs).
+    handles: Vec<(i64, Vec<String>)>,
+    fresh: usize,
+    /// The native keyspace after the last operation.
+    state: BTreeMap<Vec<u8>, Content>,
+}
+
+/// What the keyspace says, in terms the invariants use.
+struct View {
+    ring: Vec<String>,
+    pending: BTreeMap<String, Vec<(String, f64)>>,
+    leases: BTreeMap<String, f64>,
+    jlease: BTreeMap<String, String>,
+    active: BTreeMap<String, String>,
+    limit: BTreeMap<String, String>,
+    paused: BTreeSet<String>,
+}
+
+fn s(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+impl View {
+    fn of(snap: &BTreeMap<Vec<u8>, Content>) -> View {
+        let hash = |k: &[u8]| match snap.get(k) {
+            Some(Content::Hash(h)) => h.iter().map(|(f, v)| (s(f), s(v))).collect(),
+            None => BTreeMap::new(),
+            other => panic!("{} is {other:?}", s(k)),
+        };
+        let mut pending = BTreeMap::new();
+        for (k, v) in snap {
+            let key = s(k);
+            if let Some(lane) = key.strip_prefix("g:").and_then(|r| r.strip_suffix(":pending")) {
+                let Content::Zset(z) = v else {
+                    panic!("{key} is {v:?}")
+                };
+                pending.insert(lane.to_string(), z.iter().map(|(m, sc)| (s(m), *sc)).collect());
+            }
+        }
+        View {
+            ring: match snap.get(&b"gring"[..]) {
+                Some(Content::List(l)) => l.iter().map(|x| s(x)).collect(),
+                None => Vec::new(),
+                other => panic!("gring is {other:?}"),
+            },
+            pending,
+            leases: match snap.get(&b"leases"[..]) {
+                Some(Content::Zset(z)) => z.iter().map(|(m, sc)| (s(m), *sc)).collect(),
+                None => BTreeMap::new(),
+                other => panic!("leases is {other:?}"),
+            },
+            jlease: hash(b"jlease"),
+            active: hash(b"gactive"),
+            limit: hash(b"glimit"),
+            paused: match snap.get(&b"gpaused"[..]) {
+                Some(Content::Set(m)) => m.iter().map(|x| s(x)).collect(),
+                None => BTreeSet::new(),
+                other => panic!("gpaused is {other:?}"),
+            },
+        }
+    }
+
+    fn serviceable(&self, lane: &str) -> bool {
+        let depth = self.pending.get(lane).map_or(0, Vec::len);
+        let active: i64 = self.active.get(lane).map_or(0, |a| a.parse().unwrap());
+        let limit: Option<i64> = self.limit.get(lane).map(|l| l.parse().unwrap());
+        depth > 0 && !self.paused.contains(lane) && limit.is_none_or(|l| active < l)
+    }
+
+    fn pending_lane_of(&self, job: &str) -> Option<&str> {
+        self.pending
+            .iter()
+            .find(|(_, jobs)| jobs.iter().any(|(j, _)| j == job))
+            .map(|(l, _)| l.as_str())
+    }
+}
+
+impl Run<'_> {
+    fn ctx(&self, what: &str) -> String {
+        format!("seed {} step {}: {what}", self.seed, self.step)
+    }
+
+    fn pick<'v, T>(&mut self, v: &'v [T]) -> &'v T {
+        &v[self.rng.below(v.len() as u64) as usize]
+    }
+
+    fn lane(&mut self) -> String {
+        let lanes = self.lanes.clone();
+        self.pick(&lanes).clone()
+    }
+
+    /// Runs `EMQ.<name>` natively and as a twin; replies must be equal.
+    fn exec(&mut self, name: &str, args: &[String]) -> Reply {
+        let with = |p: &str| -> Vec<Vec<u8>> {
+            std::iter::once(p.as_bytes().to_vec())
+                .chain(args.iter().map(|a| a.as_bytes().to_vec()))
+                .collect()
+        };
+        let (na, la) = (with(&self.n), with(&self.l));
+        let (rn, rl) = paired(self.c, self.twins, name, &refs(&na), &refs(&la));
+        assert_eq!(rn, rl, "{}", self.ctx(&format!("{name} {args:?}")));
+        if let Some(e) = rn.err() {
+            panic!("{}: unexpected error {e}", self.ctx(&format!("{name} {args:?}")));
+        }
+        rn
+    }
+
+    fn step(&mut self) -> String {
+        let before = View::of(&self.state);
+        let roll = self.rng.below(100);
+        let desc;
+        if roll < 22 {
+            // ENQUEUE: fresh ids, dead ids, and collisions with live ones.
+            let lane = self.lane();
+            let mut args = vec![lane.clone()];
+            let mut expect_added = BTreeSet::new();
+            for _ in 0..self.rng.range(1, 3) {
+                let job = match self.rng.below(10) {
+                    0..=4 => {
+                        self.fresh += 1;
+                        format!("{lane}#{}", self.fresh)
+                    }
+                    5 | 6 if !self.dead.is_empty() => {
+                        let dead = self.dead.clone();
+                        self.pick(&dead).clone()
+                    }
+                    7 => match before.pending.get(&lane).filter(|v| !v.is_empty()) {
+                        Some(v) => v[self.rng.below(v.len() as u64) as usize].0.clone(),
+                        None => continue,
+                    },
+                    _ => match before
+                        .leases
+                        .keys()
+                        .nth(self.rng.below(before.leases.len().max(1) as u64) as usize)
+                    {
+                        Some(j) => j.clone(),
+                        None => continue,
+                    },
+                };
+                if !self.alive.contains(&job) {
+                    expect_added.insert(job.clone());
+                }
+                let mint = match self.rng.below(6) {
+                    0 => format!("{}.25", self.rng.range(0, 20)),
+                    _ => self.rng.range(0, 30).to_string(),
+                };
+                args.extend([mint, job]);
+            }
+            if args.len() == 1 {
+                return "skip".into();
+            }
+            let added = self.exec("enqueue", &args);
+            assert_eq!(
+                added,
+                Reply::Ok(Value::Int(expect_added.len() as i64)),
+                "{}",
+                self.ctx("enqueue count")
+            );
+            for job in expect_added {
+                self.dead.retain(|d| d != &job);
+                self.alive.insert(job);
+            }
+            desc = format!("enqueue {args:?}");
+        } else if roll < 45 {
+            let name = if roll < 33 { "wclaim" } else { "claim" };
+            let lease = if self.rng.chance(1, 2) {
+                SHORT_LEASE
+            } else {
+                LONG_LEASE
+            };
+            if let Some((_, token, jobs)) = self.exec(name, &[lease.to_string()]).claim() {
+                self.handles.push((token, jobs));
+            }
+            desc = format!("{name} {lease}");
+        } else if roll < 62 && !self.handles.is_empty() {
+            // ACK, NACK or EXTEND with a remembered token: current, stale or wrong.
+            let (mut token, mut jobs) = {
+                let recent = self.handles.len().saturating_sub(8);
+                let i = recent + self.rng.below((self.handles.len() - recent) as u64) as usize;
+                self.handles[i].clone()
+            };
+            if self.rng.chance(1, 10) {
+                token += 1;
+            }
+            if self.rng.chance(1, 4) {
+                jobs.truncate(1);
+            }
+            if self.rng.chance(1, 8) {
+                jobs.push("never-enqueued".into());
+            }
+            let t = token.to_string();
+            let which = self.rng.below(10);
+            if which < 5 {
+                let expect: BTreeSet<&String> = jobs
+                    .iter()
+                    .filter(|j| {
+                        before.leases.get(*j) == Some(&(token as f64)) && before.jlease.contains_key(*j)
+                    })
+                    .collect();
+                let mut args = vec![t.clone()];
+                args.extend(jobs.iter().cloned());
+                let acked = self.exec("ack", &args);
+                assert_eq!(
+                    acked,
+                    Reply::Ok(Value::Int(expect.len() as i64)),
+                    "{}",
+                    self.ctx("ack count")
+                );
+                for job in expect {
+                    self.alive.remove(job);
+                    self.dead.push(job.clone());
+                }
+                desc = format!("ack {args:?}");
+            } else if which < 8 {
+                let mut args = vec![t];
+                args.extend(jobs);
+                self.exec("nack", &args);
+                desc = format!("nack {args:?}");
+            } else {
+                let lease = if self.rng.chance(1, 2) {
+                    SHORT_LEASE
+                } else {
+                    LONG_LEASE
+                };
+                let mut args = vec![t, lease.to_string()];
+                args.extend(jobs.iter().cloned());
+                if let Value::Array(v) = self.exec("extend", &args).value() {
+                    if let (Value::Int(d), Value::Int(n)) = (&v[0], &v[1]) {
+                        if *n > 0 {
+                            self.handles.push((*d, jobs));
+                        }
+                    }
+                }
+                desc = format!("extend {args:?}");
+            }
+        } else if roll < 70 {
+            // Let the short leases run out first.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let args = if self.rng.chance(1, 2) {
+                vec!["COUNT".to_string(), self.rng.range(1, 4).to_string()]
+            } else {
+                vec![]
+            };
+            self.exec("reap", &args);
+            desc = format!("reap {args:?}");
+        } else if roll < 76 {
+            let lane = self.lane();
+            let n = if self.rng.chance(1, 4) {
+                "NONE".to_string()
+            } else {
+                self.rng.range(1, 4).to_string()
+            };
+            self.exec("limit", &[lane.clone(), n.clone()]);
+            desc = format!("limit {lane} {n}");
+        } else if roll < 84 {
+            let lane = self.lane();
+            let name = if self.rng.chance(1, 2) { "pause" } else { "resume" };
+            self.exec(name, std::slice::from_ref(&lane));
+            desc = format!("{name} {lane}");
+        } else if roll < 92 {
+            let to = self.lane();
+            let (job, from) = match before.pending.iter().find(|(_, v)| !v.is_empty()) {
+                Some((lane, v)) if self.rng.chance(4, 5) => {
+                    (v[self.rng.below(v.len() as u64) as usize].0.clone(), lane.clone())
+                }
+                _ => ("absent".to_string(), self.lane()),
+            };
+            self.exec("reassign", &[job.clone(), from.clone(), to.clone()]);
+            desc = format!("reassign {job} {from} {to}");
+        } else if roll < 97 {
+            let lane = self.lane();
+            let w = self.rng.range(1, 5).to_string();
+            self.exec("weight", &[lane.clone(), w.clone()]);
+            desc = format!("weight {lane} {w}");
+        } else {
+            let lane = self.lane();
+            self.exec("lane", std::slice::from_ref(&lane));
+            desc = format!("lane {lane}");
+        }
+        desc
+    }
+
+    fn check(&mut self, desc: &str) {
+        let native = snapshot(self.c, &self.n);
+        let lua = snapshot(self.c, &self.l);
+        if let Some(d) = diff(&native, &lua, 0.0) {
+            panic!("{}: keyspaces diverge: {d}", self.ctx(desc));
+        }
+        let v = View::of(&native);
+        let ctx = self.ctx(desc);
+        for (k, content) in &native {
+            let empty = match content {
+                Content::List(x) | Content::Set(x) => x.is_empty(),
+                Content::Zset(x) => x.is_empty(),
+                Content::Hash(x) => x.is_empty(),
+                Content::Str(_) => panic!("{ctx}: a string key {}", s(k)),
+            };
+            assert!(!empty, "{ctx}: empty key {}", s(k));
+        }
+        // The ring: exactly the serviceable lanes, each once.
+        let ringed: BTreeSet<&String> = v.ring.iter().collect();
+        assert_eq!(ringed.len(), v.ring.len(), "{ctx}: a lane twice in {:?}", v.ring);
+        let all_lanes: BTreeSet<&String> = v
+            .pending
+            .keys()
+            .chain(v.active.keys())
+            .chain(v.limit.keys())
+            .chain(v.paused.iter())
+            .chain(v.ring.iter())
+            .collect();
+        for lane in all_lanes {
+            assert_eq!(
+                v.serviceable(lane),
+                ringed.contains(lane),
+                "{ctx}: lane {lane} ring {:?}",
+                v.ring
+            );
+        }
+        // Leases: two entries per job, and gactive counts them per lane.
+        let leased: BTreeSet<&String> = v.leases.keys().collect();
+        let recorded: BTreeSet<&String> = v.jlease.keys().collect();
+        assert_eq!(leased, recorded, "{ctx}: leases vs jlease");
+        let mut per_lane = BTreeMap::<String, i64>::new();
+        for rec in v.jlease.values() {
+            let lane = rec.split_once(' ').expect("a record").1;
+            *per_lane.entry(lane.to_string()).or_default() += 1;
+        }
+        let active: BTreeMap<String, i64> = v
+            .active
+            .iter()
+            .map(|(l, a)| (l.clone(), a.parse().unwrap()))
+            .collect();
+        assert_eq!(active, per_lane, "{ctx}: gactive vs jlease");
+        // Conservation: every live job in exactly one place, nothing else anywhere.
+        let mut places = BTreeMap::<&String, usize>::new();
+        for jobs in v.pending.values() {
+            for (j, _) in jobs {
+                *places.entry(j).or_default() += 1;
+            }
+        }
+        for j in v.leases.keys() {
+            *places.entry(j).or_default() += 1;
+        }
+        for job in &self.alive {
+            assert_eq!(
+                places.get(job),
+                Some(&1),
+                "{ctx}: job {job} is in {:?} places",
+                places.get(job)
+            );
+        }
+        assert_eq!(
+            places.len(),
+            self.alive.len(),
+            "{ctx}: jobs that should not exist"
+        );
+        for (job, rec) in &v.jlease {
+            assert!(
+                v.pending_lane_of(job).is_none(),
+                "{ctx}: {job} leased and pending ({rec})"
+            );
+        }
+        self.state = native;
+    }
+}
+
+fn run_seed(c: &mut redis::Connection, twins: &Twins, seed: u64) -> usize {
+    let mut rng = Rng::new(seed);
+    let lanes: Vec<String> = (0..rng.range(2, 6)).map(|i| format!("L{i}")).collect();
+    let mut run = Run {
+        c,
+        twins,
+        rng,
+        seed,
+        step: 0,
+        n: format!("pn{seed}{{q}}:"),
+        l: format!("pl{seed}{{q}}:"),
+        lanes,
+        alive: BTreeSet::new(),
+        dead: Vec::new(),
+        handles: Vec::new(),
+        fresh: 0,
+        state: BTreeMap::new(),
+    };
+    let mut ops = 0;
+    while run.step < OPS_PER_SEED {
+        run.step += 1;
+        let desc = run.step();
+        if desc != "skip" {
+            ops += 1;
+            run.check(&desc);
+        }
+    }
+    ops
+}
+
+fn run_seeds(seeds: std::ops::Range<u64>) -> usize {
+    let server = Server::start();
+    let mut c = server.conn();
+    let twins = Twins::load(&mut c);
+    seeds.map(|seed| run_seed(&mut c, &twins, seed)).sum()
+}
+
+#[test]
+fn lifecycle_streams_agree_and_keep_the_invariants_a() {
+    let ops = run_seeds(0..SEEDS_PER_TEST);
+    eprintln!("property a: {ops} operations");
+    assert!(ops >= 12_500, "{ops}");
+}
+
+#[test]
+fn lifecycle_streams_agree_and_keep_the_invariants_b() {
+    let ops = run_seeds(100..100 + SEEDS_PER_TEST);
+    assert!(ops >= 12_500, "{ops}");
+}
+
+#[test]
+fn lifecycle_streams_agree_and_keep_the_invariants_c() {
+    let ops = run_seeds(200..200 + SEEDS_PER_TEST);
+    assert!(ops >= 12_500, "{ops}");
+}
+
+#[test]
+fn lifecycle_streams_agree_and_keep_the_invariants_d() {
+    let ops = run_seeds(300..300 + SEEDS_PER_TEST);
+    assert!(ops >= 12_500, "{ops}");
+}
