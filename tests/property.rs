@@ -10,6 +10,7 @@
 //! - every job enqueued and not acked is in exactly one place (one pending
 //!   zset or the leases), and nothing else is anywhere;
 //! - no key is empty.
+//!
 //! The test also predicts ENQUEUE's and ACK's counts from the state before
 //! the call. A failure prints the seed and step to replay.
 
