@@ -19,9 +19,18 @@ run: build
 	exec "$$server" --port $(PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule "$(MODULE)"
 
-# Unit tests (pure logic, no server) and integration tests (real servers).
+# The servers the integration suite runs against, each in turn.
+SERVERS ?= valkey9 valkey8 redis7
+
+# Unit tests (pure logic, no server), then the integration tests against
+# Valkey 9.1, Valkey 8.1 and Redis 7.0.
 test: build
-	EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo test --release --locked
+	cargo test --release --locked --lib
+	@for s in $(SERVERS); do \
+	  server=$$(scripts/servers.sh $$s) || exit 1; \
+	  echo "== integration tests on $$s ($$server)"; \
+	  EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$server" cargo test --release --locked --test '*' || exit 1; \
+	done
 
 unit:
 	cargo test --release --locked --lib

@@ -48,6 +48,7 @@ mod module {
             ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
             return Status::Err;
         }
+        crate::store::detect_score_format();
         for (name, callback, flags) in COMMANDS {
             let created = unsafe {
                 raw::RedisModule_CreateCommand

@@ -13,6 +13,7 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::raw;
 
@@ -98,6 +99,25 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_FreeCallReply
     );
     None
+}
+
+/// Redis before 7.2 replies zset scores with `%.17g` (`ZSCORE` of 1e17 is
+/// "1e+17"), while its `RM_CreateStringFromDouble` prints integers plainly;
+/// newer servers (and Valkey) use one formatter for both.
+static SCORES_AS_17G: AtomicBool = AtomicBool::new(false);
+
+/// Decides, once at load, how this server formats zset scores.
+pub fn detect_score_format() {
+    // 0x00MMmmpp; Valkey reports a Redis-compatible 7.2.4.
+    let version = unsafe { raw::RedisModule_GetServerVersion.map_or(0, |f| f()) };
+    SCORES_AS_17G.store(version != 0 && version < 0x0007_0200, Ordering::Relaxed);
+}
+
+/// `%.17g`, as libc prints it (what Redis 7.0's `ZSCORE` replies).
+fn format_17g(score: f64) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%.17g".as_ptr(), score) };
+    buf[..(n.max(0) as usize).min(buf.len() - 1)].to_vec()
 }
 
 /// The command's context: replies, strings, keys, replication, the clock.
@@ -419,6 +439,9 @@ impl Ctx {
 
     /// A zset score as the server formats it (what `ZSCORE` replies).
     pub fn format_score(&self, score: f64) -> RStr {
+        if SCORES_AS_17G.load(Ordering::Relaxed) {
+            return self.string(&format_17g(score));
+        }
         RStr {
             ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, score) },
         }

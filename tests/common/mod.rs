@@ -121,6 +121,36 @@ impl Server {
         self.try_conn().expect("connect to the test server")
     }
 
+    /// How far apart (ms) a native command's clock and a script's `TIME`
+    /// may read inside one MULTI/EXEC: 0 where the server shares one cached
+    /// command time with modules (Valkey, Redis 7.2+); Redis 7.0 lacks it,
+    /// and both read the wall clock.
+    pub fn clock_tolerance(&self) -> i64 {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query(&mut self.conn())
+            .expect("INFO");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+                .map(String::from)
+        };
+        if field("valkey_version:").is_some() {
+            return 0;
+        }
+        let version: Vec<u32> = field("redis_version:")
+            .unwrap_or_default()
+            .split('.')
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if version.as_slice() >= [7, 2].as_slice() {
+            0
+        } else {
+            2
+        }
+    }
+
     /// Whether the server process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -307,6 +337,24 @@ impl Twins {
     pub fn like_native(&self, c: &mut redis::Connection, name: &str, args: &[&[u8]]) -> Reply {
         let full = self.command(name, args);
         call(c, &full.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+}
+
+/// Replies equal but for deadlines (integers past 10^12 ms, i.e. epoch
+/// times), which may differ by `tolerance`.
+pub fn same_reply(a: &Reply, b: &Reply, tolerance: i64) -> bool {
+    fn same(a: &Value, b: &Value, tol: i64) -> bool {
+        match (a, b) {
+            (Value::Int(x), Value::Int(y)) if *x > 1_000_000_000_000 => (x - y).abs() <= tol,
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q, tol))
+            }
+            _ => a == b,
+        }
+    }
+    match (a, b) {
+        (Reply::Ok(x), Reply::Ok(y)) => same(x, y, tolerance),
+        _ => a == b,
     }
 }
 
