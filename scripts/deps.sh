@@ -18,7 +18,7 @@ sudo_if_needed() {
 
 apt_updated=""
 apt_pin() { # package version
-  if dpkg -s "$1" >/dev/null 2>&1; then return; fi
+  if dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; then return; fi
   echo "deps: installing $1 from Debian"
   if [ -z "$apt_updated" ]; then sudo_if_needed apt-get update -qq; apt_updated=1; fi
   # The pinned version, or the release's current one if the mirror moved on.

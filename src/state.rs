@@ -5,7 +5,7 @@ use crate::args::parse_i64;
 use crate::errors::{Error, INTEGER};
 use crate::keys;
 use crate::schedule::{Lane, RingChange};
-use crate::store::{Arg, Ctx, KeyRead, Kind, RStr};
+use crate::store::{Arg, Class, Ctx, KeyRead, Kind, RStr};
 
 /// One queue: its prefix and the context to open its keys with.
 pub struct Queue<'a> {
@@ -65,10 +65,14 @@ impl<'a> Queue<'a> {
         match change {
             RingChange::Stay => {}
             RingChange::Join => {
-                self.ctx.open_write(&ring).list_push_tail(lane);
+                let list = self.ctx.open_write(&ring);
+                list.list_push_tail(lane);
+                self.ctx.notify(&list, &ring, Class::List, c"rpush");
+                drop(list);
                 self.ctx.replicate(c"RPUSH", &[ring.as_arg(), lane]);
             }
             RingChange::Leave => {
+                // A call to LREM, which fires its own notifications.
                 self.ctx.list_remove_all(&ring, lane);
                 let zero = self.ctx.string(b"0");
                 self.ctx.replicate(c"LREM", &[ring.as_arg(), zero.as_arg(), lane]);
@@ -82,10 +86,12 @@ impl<'a> Queue<'a> {
         if active > 0 {
             let v = self.ctx.string_from_i64(active);
             hash.hash_set(lane, v.as_arg());
+            self.ctx.notify(&hash, active_key, Class::Hash, c"hincrby");
             self.ctx
                 .replicate(c"HSET", &[active_key.as_arg(), lane, v.as_arg()]);
         } else {
             hash.hash_del(lane);
+            self.ctx.notify(&hash, active_key, Class::Hash, c"hdel");
             self.ctx.replicate(c"HDEL", &[active_key.as_arg(), lane]);
         }
     }

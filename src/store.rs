@@ -92,6 +92,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_WrongArity,
         RedisModule_Replicate,
         RedisModule_GetContextFlags,
+        RedisModule_NotifyKeyspaceEvent,
         RedisModule_Milliseconds,
         RedisModule_Call,
         RedisModule_CallReplyType,
@@ -157,6 +158,15 @@ impl Kind {
             Err(Error::WrongType)
         }
     }
+}
+
+/// Keyspace-notification classes (`REDISMODULE_NOTIFY_*`).
+#[derive(Debug, Clone, Copy)]
+pub enum Class {
+    Generic = 1 << 2,
+    List = 1 << 4,
+    Hash = 1 << 6,
+    Zset = 1 << 7,
 }
 
 /// A string the module owns; freed on drop.
@@ -489,6 +499,21 @@ impl Ctx {
                 None => api!(RedisModule_Milliseconds)(),
             }
         }
+    }
+
+    // ---- keyspace notifications (the key API fires none itself) ----
+
+    /// Fires `event` on `name`, and `del` when the write emptied the key (the
+    /// server deletes emptied aggregates), as core commands do.
+    pub fn notify(&self, key: &WriteKey, name: &RStr, class: Class, event: &CStr) {
+        self.notify_event(class, event, name);
+        if key.kind() == Kind::Empty {
+            self.notify_event(Class::Generic, c"del", name);
+        }
+    }
+
+    fn notify_event(&self, class: Class, event: &CStr, name: &RStr) {
+        unsafe { api!(RedisModule_NotifyKeyspaceEvent)(self.ptr, class as c_int, event.as_ptr(), name.ptr) };
     }
 
     // ---- replies ----

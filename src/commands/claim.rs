@@ -17,7 +17,8 @@ use crate::errors::Error;
 use crate::keys;
 use crate::schedule::{self, Lane, Turn};
 use crate::state;
-use crate::store::{Argv, Ctx, KeyRead, Kind, RStr};
+use crate::stats;
+use crate::store::{Argv, Class, Ctx, KeyRead, Kind, RStr};
 
 /// `EMQ.CLAIM P lease`: plain rotation, the weight taken as 1.
 pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
@@ -40,6 +41,7 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     let ring_name = ctx.string(&keys::key(prefix, keys::RING));
     let (lane_name, ring_len) = {
         let Some(ring) = ctx.open_read(&ring_name) else {
+            stats::CLAIMS_EMPTY.add(1);
             ctx.reply_empty_array();
             return Ok(());
         };
@@ -47,6 +49,7 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         match ring.list_get(0) {
             Some(head) => (head, ring.len()),
             None => {
+                stats::CLAIMS_EMPTY.add(1);
                 ctx.reply_empty_array();
                 return Ok(());
             }
@@ -60,12 +63,9 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     }
     let weight = if weighted {
         let weight_name = ctx.string(&keys::key(prefix, keys::WEIGHT));
-        schedule::effective_weight(state::stored_int(
-            ctx,
-            &weight_name,
-            lane_name.as_arg(),
-            "weight of lane",
-        )?)
+        let stored = state::stored_int(ctx, &weight_name, lane_name.as_arg(), "weight of lane")?;
+        // emq.max-claim caps a turn: the one place native may serve fewer than Lua.
+        schedule::effective_weight(stored).min(stats::max_claim())
     } else {
         1
     };
@@ -102,6 +102,9 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         if let Some(head) = ring.list_pop_head() {
             ring.list_push_tail(head.as_arg());
         }
+        // What LMOVE with source = destination fires.
+        ctx.notify(&ring, &ring_name, Class::List, c"lpop");
+        ctx.notify(&ring, &ring_name, Class::List, c"rpush");
         let (left, right) = (ctx.string(b"LEFT"), ctx.string(b"RIGHT"));
         ctx.replicate(
             c"LMOVE",
@@ -119,6 +122,7 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     for (job, _) in &jobs {
         pending.zset_rem(job.as_arg());
     }
+    ctx.notify(&pending, &pending_name, Class::Zset, c"zpopmin");
     drop(pending);
 
     let deadline_str = ctx.string_from_i64(deadline);
@@ -131,14 +135,19 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         jlease.hash_set(job.as_arg(), record.as_arg());
         records.push(record);
     }
+    ctx.notify(&leases, &leases_name, Class::Zset, c"zadd");
+    ctx.notify(&jlease, &jlease_name, Class::Hash, c"hset");
     drop((leases, jlease));
 
     let new_active_str = ctx.string_from_i64(new_active);
-    ctx.open_write(&active_name)
-        .hash_set(lane_name.as_arg(), new_active_str.as_arg());
+    let active = ctx.open_write(&active_name);
+    active.hash_set(lane_name.as_arg(), new_active_str.as_arg());
+    ctx.notify(&active, &active_name, Class::Hash, c"hincrby");
+    drop(active);
     if leaves_ring {
         // The lane was just rotated to the tail: removing it is O(1).
         ring.list_pop_tail();
+        ctx.notify(&ring, &ring_name, Class::List, c"lrem");
     }
     drop(ring);
 
@@ -164,6 +173,8 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         ctx.replicate(c"RPOP", &[ring_name.as_arg()]);
     }
 
+    stats::CLAIMS.add(1);
+    stats::JOBS_CLAIMED.add(jobs.len() as u64);
     ctx.reply_array(2 + jobs.len());
     ctx.reply_str(lane_name.as_arg());
     ctx.reply_i64(deadline);
@@ -176,8 +187,12 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
 /// The head lane cannot be served: it leaves the ring, nothing is served.
 /// (The seed rotates it to the tail and `LREM`s it: the same as a head pop.)
 fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<(), Error> {
-    ctx.open_write(ring_name).list_pop_head();
+    let ring = ctx.open_write(ring_name);
+    ring.list_pop_head();
+    ctx.notify(&ring, ring_name, Class::List, c"lrem");
+    drop(ring);
     ctx.replicate(c"LPOP", &[ring_name.as_arg()]);
+    stats::CLAIMS_EMPTY.add(1);
     ctx.reply_empty_array();
     Ok(())
 }

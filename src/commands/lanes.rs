@@ -8,7 +8,7 @@ use crate::errors::{Error, LIMIT_RANGE, WEIGHT_RANGE};
 use crate::keys;
 use crate::schedule::{effective_weight, ring_change, Lane};
 use crate::state::{self, Queue};
-use crate::store::{Arg, Argv, Ctx, KeyRead, Kind};
+use crate::store::{Arg, Argv, Class, Ctx, KeyRead, Kind};
 
 /// `EMQ.WEIGHT P lane weight`: one `HSET P gweight lane weight`. A weight
 /// never changes serviceability, so the ring is not touched.
@@ -19,7 +19,10 @@ pub fn weight(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     let weight_key = q.key(keys::WEIGHT);
     state::expect_kind(ctx, &weight_key, Kind::Hash)?;
 
-    ctx.open_write(&weight_key).hash_set(lane, weight);
+    let hash = ctx.open_write(&weight_key);
+    hash.hash_set(lane, weight);
+    ctx.notify(&hash, &weight_key, Class::Hash, c"hset");
+    drop(hash);
     ctx.replicate(c"HSET", &[weight_key.as_arg(), lane, weight]);
     ctx.reply_ok();
     Ok(())
@@ -42,10 +45,12 @@ pub fn limit(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     match limit {
         Some(_) => {
             hash.hash_set(lane, arg);
+            ctx.notify(&hash, &limit_key, Class::Hash, c"hset");
             ctx.replicate(c"HSET", &[limit_key.as_arg(), lane, arg]);
         }
         None => {
             hash.hash_del(lane);
+            ctx.notify(&hash, &limit_key, Class::Hash, c"hdel");
             ctx.replicate(c"HDEL", &[limit_key.as_arg(), lane]);
         }
     }
@@ -107,8 +112,14 @@ pub fn reassign(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     };
 
     let to_key = q.pending(to.bytes());
-    ctx.open_write(&from_key).zset_rem(job);
-    ctx.open_write(&to_key).zset_add(mint, job, false);
+    let from_zset = ctx.open_write(&from_key);
+    from_zset.zset_rem(job);
+    ctx.notify(&from_zset, &from_key, Class::Zset, c"zrem");
+    drop(from_zset);
+    let to_zset = ctx.open_write(&to_key);
+    to_zset.zset_add(mint, job, false);
+    ctx.notify(&to_zset, &to_key, Class::Zset, c"zadd");
+    drop(to_zset);
     let mint_text = ctx.format_score(mint);
     ctx.replicate(c"ZREM", &[from_key.as_arg(), job]);
     ctx.replicate(c"ZADD", &[to_key.as_arg(), mint_text.as_arg(), job]);

@@ -16,7 +16,8 @@ use crate::errors::{Error, COUNT_RANGE, FLOAT, INTEGER, RECORD};
 use crate::keys;
 use crate::schedule::{ring_change, Lane};
 use crate::state::{self, Queue};
-use crate::store::{Arg, Argv, Ctx, KeyRead, Kind, RStr, ReadKey};
+use crate::stats;
+use crate::store::{Arg, Argv, Class, Ctx, KeyRead, Kind, RStr, ReadKey};
 
 /// `EMQ.ENQUEUE P lane mint job [mint job …]`: `ZADD NX` into the lane,
 /// skipping job ids that are currently leased. Reply: the number added.
@@ -63,6 +64,9 @@ pub fn enqueue(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
             zadd.push(*job);
         }
     }
+    if added > 0 {
+        ctx.notify(&pending, &pending_key, Class::Zset, c"zadd");
+    }
     drop(pending);
     if added > 0 {
         ctx.replicate(c"ZADD", &zadd);
@@ -72,6 +76,7 @@ pub fn enqueue(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
         };
         q.follow(lane, ring_change(&before, &after));
     }
+    stats::JOBS_ENQUEUED.add(added);
     ctx.reply_i64(added as i64);
     Ok(())
 }
@@ -111,6 +116,12 @@ fn settle(ctx: &Ctx, argv: Argv, restore: bool) -> Result<(), Error> {
     };
     let settled = released.iter().filter(|r| r.record.is_some()).count();
     release(&q, &leases_key, &jlease_key, &released, restore)?;
+    let counter = if restore {
+        &stats::JOBS_NACKED
+    } else {
+        &stats::JOBS_ACKED
+    };
+    counter.add(settled as u64);
     ctx.reply_i64(settled as i64);
     Ok(())
 }
@@ -144,9 +155,11 @@ pub fn extend(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
             leases.zset_add(deadline as f64, *job, false);
             zadd.extend([deadline_str.as_arg(), *job]);
         }
+        ctx.notify(&leases, &leases_key, Class::Zset, c"zadd");
         drop(leases);
         ctx.replicate(c"ZADD", &zadd);
     }
+    stats::JOBS_EXTENDED.add(jobs.len() as u64);
     ctx.reply_array(2);
     ctx.reply_i64(deadline);
     ctx.reply_i64(jobs.len() as i64);
@@ -186,6 +199,7 @@ pub fn reap(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
             .collect::<Result<_, _>>()?
     };
     release(&q, &leases_key, &jlease_key, &released, true)?;
+    stats::JOBS_REAPED.add(expired.len() as u64);
     ctx.reply_array(expired.len());
     for job in &expired {
         ctx.reply_str(job.as_arg());
@@ -298,6 +312,7 @@ fn release(
             leases.zset_rem(r.job);
             zrem.push(r.job);
         }
+        ctx.notify(&leases, leases_key, Class::Zset, c"zrem");
     }
     if items.iter().any(|r| r.record.is_some()) {
         let jlease = ctx.open_write(jlease_key);
@@ -305,6 +320,7 @@ fn release(
             jlease.hash_del(r.job);
             hdel.push(r.job);
         }
+        ctx.notify(&jlease, jlease_key, Class::Hash, c"hdel");
     }
     ctx.replicate(c"ZREM", &zrem);
     if hdel.len() > 1 {
@@ -334,6 +350,7 @@ fn release(
                     zadd.extend([text.as_arg(), job]);
                 }
             }
+            ctx.notify(&pending, &pending_key, Class::Zset, c"zadd");
             drop(pending);
             ctx.replicate(c"ZADD", &zadd);
         }

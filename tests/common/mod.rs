@@ -50,6 +50,8 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
+    /// Leave the data directory on drop (a restart reuses it).
+    keep_dir: bool,
 }
 
 impl Server {
@@ -60,11 +62,24 @@ impl Server {
 
     /// A server with the module loaded and extra config arguments.
     pub fn start_with(extra: &[&str]) -> Server {
-        let n = STARTED.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("emq-test-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let module = module_path();
+        Server::launch(true, extra, None)
+    }
+
+    /// A server without the module (a replica that needs none, say).
+    pub fn start_plain(extra: &[&str]) -> Server {
+        Server::launch(false, extra, None)
+    }
+
+    /// Starts a server; `dir` reuses a data directory (a restart), else a
+    /// new temp dir is made.
+    pub fn launch(module: bool, extra: &[&str], dir: Option<PathBuf>) -> Server {
+        let dir = dir.unwrap_or_else(|| {
+            let n = STARTED.fetch_add(1, Ordering::SeqCst);
+            let dir = std::env::temp_dir().join(format!("emq-test-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            dir
+        });
         let binary = server_binary();
         for _attempt in 0..5 {
             let port = free_port();
@@ -76,25 +91,35 @@ impl Server {
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--logfile")
-                .arg(dir.join("server.log"))
-                .arg("--loadmodule")
-                .arg(&module)
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let child = cmd.spawn().expect("start valkey-server");
+                .arg(dir.join("server.log"));
+            if module {
+                cmd.arg("--loadmodule").arg(module_path());
+            }
+            cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
+            let child = cmd.spawn().expect("start the server");
             let mut server = Server {
                 child,
                 port,
                 dir: dir.clone(),
+                keep_dir: false,
             };
             if server.wait_ready() {
                 return server;
             }
+            server.keep_dir = true;
             let _ = server.child.kill();
             let _ = server.child.wait();
         }
-        panic!("valkey-server did not start; see {}/server.log", dir.display());
+        panic!("the server did not start; see {}/server.log", dir.display());
+    }
+
+    /// Stops the server (without saving) and starts it again on the same
+    /// data directory, with the module and `extra` arguments.
+    pub fn restart(mut self, extra: &[&str]) -> Server {
+        self.keep_dir = true;
+        let dir = self.dir.clone();
+        drop(self);
+        Server::launch(true, extra, Some(dir))
     }
 
     fn wait_ready(&mut self) -> bool {
@@ -169,14 +194,15 @@ impl Drop for Server {
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_dir_all(&self.dir);
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.keep_dir && !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
