@@ -646,3 +646,94 @@ pub fn both(test: impl Fn(&mut redis::Connection, &Emq, &str)) {
         );
     }
 }
+
+/// Drives the queue at `p` with a random stream of every EMQ command (the
+/// native ones), keeping claimed tokens so that most ACK, NACK and EXTEND
+/// calls hit. Every call must succeed.
+pub fn drive(c: &mut redis::Connection, p: &str, rng: &mut rng::Rng, ops: usize) {
+    let lanes = ["a", "b", "c", "d"];
+    let mut handles: Vec<(String, Vec<String>)> = Vec::new();
+    let mut fresh = 0;
+    for _ in 0..ops {
+        let lane = lanes[rng.below(lanes.len() as u64) as usize];
+        let mut args: Vec<String> = vec![p.to_string()];
+        let name = match rng.below(20) {
+            0..=4 => {
+                args.push(lane.into());
+                for _ in 0..rng.range(1, 3) {
+                    fresh += 1;
+                    args.push(rng.range(0, 50).to_string());
+                    args.push(format!("j{fresh}"));
+                }
+                "enqueue"
+            }
+            5..=8 => {
+                args.push(if rng.chance(1, 3) { "1" } else { "600000" }.into());
+                if rng.chance(1, 2) {
+                    "wclaim"
+                } else {
+                    "claim"
+                }
+            }
+            9..=12 if !handles.is_empty() => {
+                let (token, jobs) = handles[rng.below(handles.len() as u64) as usize].clone();
+                args.push(token);
+                let name = match rng.below(3) {
+                    0 => "ack",
+                    1 => "nack",
+                    _ => {
+                        args.push("600000".into());
+                        "extend"
+                    }
+                };
+                args.extend(jobs);
+                name
+            }
+            13 | 14 => "reap",
+            15 => {
+                args.extend([
+                    lane.to_string(),
+                    if rng.chance(1, 3) {
+                        "NONE".into()
+                    } else {
+                        rng.range(1, 3).to_string()
+                    },
+                ]);
+                "limit"
+            }
+            16 => {
+                args.push(lane.into());
+                if rng.chance(1, 2) {
+                    "pause"
+                } else {
+                    "resume"
+                }
+            }
+            17 => {
+                args.extend([
+                    format!("j{}", rng.range(1, fresh.max(1))),
+                    lane.into(),
+                    lanes[rng.below(4) as usize].into(),
+                ]);
+                "reassign"
+            }
+            _ => {
+                args.extend([lane.to_string(), rng.range(1, 4).to_string()]);
+                "weight"
+            }
+        };
+        let command = format!("EMQ.{}", name.to_uppercase());
+        let mut argv: Vec<&str> = vec![&command];
+        argv.extend(args.iter().map(String::as_str));
+        let reply = cmd(c, &argv);
+        if let Some(e) = reply.err() {
+            panic!("{argv:?}: {e}");
+        }
+        if let Some((_, token, jobs)) = matches!(name, "claim" | "wclaim")
+            .then(|| reply.claim())
+            .flatten()
+        {
+            handles.push((token.to_string(), jobs));
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! A real cluster of three primaries on loopback, started by the test:
+//! queues under many hash tags are served through a cluster-aware client,
+//! claims land on every node, a prefix without a hash tag is refused, and a
+//! command sent to the wrong node gets MOVED.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const SLOTS: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_cluster() -> Vec<Server> {
+    let buses: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
+    let nodes: Vec<Server> = buses
+        .iter()
+        .map(|bus| {
+            Server::start_with(&[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                bus,
+                "--cluster-node-timeout",
+                "5000",
+            ])
+        })
+        .collect();
+    for (node, (lo, hi)) in nodes.iter().zip(SLOTS) {
+        let mut c = node.conn();
+        let r = cmd(
+            &mut c,
+            &["CLUSTER", "ADDSLOTSRANGE", &lo.to_string(), &hi.to_string()],
+        );
+        assert!(r.err().is_none(), "{r:?}");
+    }
+    let mut first = nodes[0].conn();
+    for (node, bus) in nodes.iter().zip(&buses).skip(1) {
+        let port = node.port.to_string();
+        let r = cmd(&mut first, &["CLUSTER", "MEET", "127.0.0.1", &port, bus]);
+        assert!(r.err().is_none(), "{r:?}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for node in &nodes {
+        let mut c = node.conn();
+        loop {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the cluster did not form: {info}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    nodes
+}
+
+#[test]
+fn queues_are_served_across_a_three_node_cluster() {
+    let nodes = start_cluster();
+    let client =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}/", nodes[0].port)]).unwrap();
+    let mut cc = client.get_connection().unwrap();
+    for i in 0..60 {
+        let p = format!("emq:{{tenant{i}}}:");
+        let added: i64 = redis::cmd("EMQ.ENQUEUE")
+            .arg(&p)
+            .arg("lane")
+            .arg(1)
+            .arg("j1")
+            .arg(2)
+            .arg("j2")
+            .query(&mut cc)
+            .unwrap();
+        assert_eq!(added, 2, "{p}");
+        let _: () = redis::cmd("EMQ.WEIGHT")
+            .arg(&p)
+            .arg("lane")
+            .arg(2)
+            .query(&mut cc)
+            .unwrap();
+        let claim: Vec<Value> = redis::cmd("EMQ.WCLAIM")
+            .arg(&p)
+            .arg(60_000)
+            .query(&mut cc)
+            .unwrap();
+        assert_eq!(claim.len(), 4, "{p}: lane, deadline and two jobs");
+        let Value::Int(token) = claim[1] else {
+            panic!("{claim:?}")
+        };
+        let acked: i64 = redis::cmd("EMQ.ACK")
+            .arg(&p)
+            .arg(token)
+            .arg("j1")
+            .arg("j2")
+            .query(&mut cc)
+            .unwrap();
+        assert_eq!(acked, 2);
+    }
+    for node in &nodes {
+        let info: String = redis::cmd("INFO").arg("emq").query(&mut node.conn()).unwrap();
+        let claims: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("emq_claims:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap();
+        assert!(claims > 0, "node {} served no claim", node.port);
+    }
+
+    // A prefix without a hash tag: its keys would spread over slots.
+    let refused: redis::RedisResult<Value> = redis::cmd("EMQ.WCLAIM")
+        .arg("emq:orders:")
+        .arg(1000)
+        .query(&mut cc);
+    let e = refused.expect_err("refused");
+    assert!(format!("{e}").contains("hash tag"), "{e}");
+
+    // Sent to a node that does not own the prefix's slot: MOVED.
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg("emq:{tenant0}:")
+        .query(&mut nodes[0].conn())
+        .unwrap();
+    let owner = SLOTS
+        .iter()
+        .position(|(lo, hi)| (*lo as i64..=*hi as i64).contains(&slot))
+        .unwrap();
+    let mut wrong = nodes[(owner + 1) % 3].conn();
+    let r = cmd(&mut wrong, &["EMQ.WCLAIM", "emq:{tenant0}:", "1000"]);
+    assert!(r.err().is_some_and(|e| e.starts_with("MOVED")), "{r:?}");
+}
