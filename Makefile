@@ -4,7 +4,7 @@
 PORT ?= 6379
 MODULE := $(CURDIR)/target/release/libemq.so
 
-.PHONY: deps build run test unit lint clean
+.PHONY: deps build run test unit lint bench criterion clean
 
 deps:
 	@scripts/deps.sh
@@ -31,6 +31,15 @@ test: build
 	  echo "== integration tests on $$s ($$server)"; \
 	  EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$server" cargo test --release --locked --test '*' || exit 1; \
 	done
+
+# Native vs Lua on one server: a table on stdout, bench/report.json and
+# bench/report.svg (the chart the README shows).
+bench: build
+	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench report
+
+# criterion: the pure scheduling logic and a live claim+nack round trip.
+criterion: build
+	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
 
 unit:
 	cargo test --release --locked --lib

@@ -3,6 +3,7 @@
 //! `emq` ACL category, the `emq.max-claim` config and `INFO emq`; nothing
 //! else.
 
+pub mod alloc;
 pub mod args;
 pub mod catalog;
 pub mod commands;
@@ -60,7 +61,7 @@ mod module {
             ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
             return Status::Err;
         }
-        crate::store::detect_score_format();
+        unsafe { crate::store::detect_server(ctx.ctx) };
         if !register_config(ctx) {
             return Status::Err;
         }
@@ -295,7 +296,7 @@ mod module {
     redis_module! {
         name: "emq",
         version: env!("EMQ_VERSION_NUMBER").parse::<i32>().unwrap_or(0),
-        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        allocator: (crate::alloc::ModuleAlloc, crate::alloc::ModuleAlloc),
         data_types: [],
         init: init,
     }

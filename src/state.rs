@@ -5,7 +5,7 @@ use crate::args::parse_i64;
 use crate::errors::{Error, INTEGER};
 use crate::keys;
 use crate::schedule::{Lane, RingChange};
-use crate::store::{Arg, Class, Ctx, KeyRead, Kind, RStr};
+use crate::store::{self, Arg, Class, Ctx, KeyRead, Kind, RStr, Word};
 
 /// One queue: its prefix and the context to open its keys with.
 pub struct Queue<'a> {
@@ -74,8 +74,8 @@ impl<'a> Queue<'a> {
             RingChange::Leave => {
                 // A call to LREM, which fires its own notifications.
                 self.ctx.list_remove_all(&ring, lane);
-                let zero = self.ctx.string(b"0");
-                self.ctx.replicate(c"LREM", &[ring.as_arg(), zero.as_arg(), lane]);
+                self.ctx
+                    .replicate(c"LREM", &[ring.as_arg(), store::word(Word::Zero), lane]);
             }
         }
     }

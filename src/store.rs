@@ -13,7 +13,7 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -107,11 +107,52 @@ pub fn missing_api() -> Option<&'static str> {
 /// newer servers (and Valkey) use one formatter for both.
 static SCORES_AS_17G: AtomicBool = AtomicBool::new(false);
 
-/// Decides, once at load, how this server formats zset scores.
-pub fn detect_score_format() {
+static CLUSTER: AtomicBool = AtomicBool::new(false);
+
+/// Constant arguments for replication, made once at load and kept.
+#[derive(Debug, Clone, Copy)]
+pub enum Word {
+    Left,
+    Right,
+    Nx,
+    Zero,
+}
+
+const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
+static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
+
+/// The constant as an argument (created at load by [`detect_server`]).
+pub fn word(w: Word) -> Arg<'static> {
+    Arg {
+        ptr: WORDS[w as usize].load(Ordering::Relaxed),
+        _life: std::marker::PhantomData,
+    }
+}
+
+/// Reads, once at load, what the server is: cluster mode, and how it
+/// formats zset scores; makes the constant [`Word`]s.
+///
+/// # Safety
+/// `ctx` must be the context `RedisModule_OnLoad` received.
+pub unsafe fn detect_server(ctx: *mut raw::RedisModuleCtx) {
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) };
+    CLUSTER.store(flags & CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
+    for (slot, text) in WORDS.iter().zip(WORD_TEXT) {
+        let s = unsafe { api!(RedisModule_CreateString)(ctx, text.as_ptr().cast::<c_char>(), text.len()) };
+        slot.store(s, Ordering::Relaxed);
+    }
     // 0x00MMmmpp; Valkey reports a Redis-compatible 7.2.4.
     let version = unsafe { raw::RedisModule_GetServerVersion.map_or(0, |f| f()) };
     SCORES_AS_17G.store(version != 0 && version < 0x0007_0200, Ordering::Relaxed);
+}
+
+/// The common case of a mint (an integer well inside 2^53) printed without a
+/// round trip through the server: every formatter above prints such a
+/// value as its plain digits.
+pub fn integer_score(score: f64) -> Option<i64> {
+    // -0.0 is printed "-0" by the server: not this case.
+    let plain = score.fract() == 0.0 && score.abs() < 1e15 && !(score == 0.0 && score.is_sign_negative());
+    plain.then_some(score as i64)
 }
 
 /// `%.17g`, as libc prints it (what Redis 7.0's `ZSCORE` replies).
@@ -449,6 +490,9 @@ impl Ctx {
 
     /// A zset score as the server formats it (what `ZSCORE` replies).
     pub fn format_score(&self, score: f64) -> RStr {
+        if let Some(int) = integer_score(score) {
+            return self.string(int.to_string().as_bytes());
+        }
         if SCORES_AS_17G.load(Ordering::Relaxed) {
             return self.string(&format_17g(score));
         }
@@ -481,8 +525,10 @@ impl Ctx {
         unsafe { api!(RedisModule_GetContextFlags)(self.ptr) }
     }
 
+    /// Cluster mode, read once at load (`GetContextFlags` computes many
+    /// flags; a server cannot change its cluster mode while running).
     pub fn is_cluster(&self) -> bool {
-        self.flags() & CTX_FLAGS_CLUSTER != 0
+        CLUSTER.load(Ordering::Relaxed)
     }
 
     /// Inside MULTI/EXEC or a script, where a command must not block.
@@ -643,4 +689,26 @@ unsafe fn take_integer(reply: *mut raw::RedisModuleCallReply) -> i64 {
     };
     api!(RedisModule_FreeCallReply)(reply);
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{format_17g, integer_score};
+
+    #[test]
+    fn integer_scores_print_plainly_on_every_server() {
+        assert_eq!(integer_score(42.0), Some(42));
+        assert_eq!(integer_score(-7.0), Some(-7));
+        assert_eq!(integer_score(0.0), Some(0));
+        assert_eq!(integer_score(-0.0), None, "the server prints -0");
+        assert_eq!(integer_score(1.5), None);
+        assert_eq!(integer_score(1e17), None, "Redis 7.0 prints 1e+17");
+        // Where the fast path applies, %.17g agrees with it.
+        for v in [1.0, 123456789012345.0, -99.0] {
+            let fast = integer_score(v).unwrap().to_string();
+            assert_eq!(String::from_utf8(format_17g(v)).unwrap(), fast);
+        }
+        assert_eq!(format_17g(1e17), b"1e+17");
+        assert_eq!(format_17g(1.1), b"1.1000000000000001");
+    }
 }

@@ -18,7 +18,9 @@ use crate::keys;
 use crate::schedule::{self, Lane, Turn};
 use crate::state;
 use crate::stats;
-use crate::store::{Argv, Class, Ctx, KeyRead, Kind, RStr};
+use std::io::Write as _;
+
+use crate::store::{self, Argv, Class, Ctx, KeyRead, Kind, RStr, Word};
 
 /// `EMQ.CLAIM P lease`: plain rotation, the weight taken as 1.
 pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
@@ -105,16 +107,8 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         // What LMOVE with source = destination fires.
         ctx.notify(&ring, &ring_name, Class::List, c"lpop");
         ctx.notify(&ring, &ring_name, Class::List, c"rpush");
-        let (left, right) = (ctx.string(b"LEFT"), ctx.string(b"RIGHT"));
-        ctx.replicate(
-            c"LMOVE",
-            &[
-                ring_name.as_arg(),
-                ring_name.as_arg(),
-                left.as_arg(),
-                right.as_arg(),
-            ],
-        );
+        let (left, right) = (store::word(Word::Left), store::word(Word::Right));
+        ctx.replicate(c"LMOVE", &[ring_name.as_arg(), ring_name.as_arg(), left, right]);
     }
 
     let pending = ctx.open_write(&pending_name);
@@ -200,9 +194,13 @@ fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<(), Error> {
 /// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted
 /// as the server formats a zset score.
 fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
-    let mint = ctx.format_score(mint);
-    let mut v = Vec::with_capacity(mint.bytes().len() + 1 + lane.len());
-    v.extend_from_slice(mint.bytes());
+    let mut v = Vec::with_capacity(24 + lane.len());
+    match store::integer_score(mint) {
+        Some(int) => {
+            let _ = write!(v, "{int}");
+        }
+        None => v.extend_from_slice(ctx.format_score(mint).bytes()),
+    }
     v.push(b' ');
     v.extend_from_slice(lane);
     ctx.string(&v)

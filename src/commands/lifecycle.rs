@@ -17,7 +17,7 @@ use crate::keys;
 use crate::schedule::{ring_change, Lane};
 use crate::state::{self, Queue};
 use crate::stats;
-use crate::store::{Arg, Argv, Class, Ctx, KeyRead, Kind, RStr, ReadKey};
+use crate::store::{self, Arg, Argv, Class, Ctx, KeyRead, Kind, RStr, ReadKey, Word};
 
 /// `EMQ.ENQUEUE P lane mint job [mint job …]`: `ZADD NX` into the lane,
 /// skipping job ids that are currently leased. Reply: the number added.
@@ -53,9 +53,8 @@ pub fn enqueue(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     };
 
     let pending_key = q.pending(lane.bytes());
-    let nx = ctx.string(b"NX");
     let pending = ctx.open_write(&pending_key);
-    let mut zadd = vec![pending_key.as_arg(), nx.as_arg()];
+    let mut zadd = vec![pending_key.as_arg(), store::word(Word::Nx)];
     let mut added = 0u64;
     for (i, ((mint, job), leased)) in pairs.iter().zip(&leased).enumerate() {
         if !leased && pending.zset_add(*mint, *job, true) {

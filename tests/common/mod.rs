@@ -529,6 +529,13 @@ pub fn diff(
     None
 }
 
+/// One field of an `INFO` section.
+pub fn info_text(c: &mut redis::Connection, section: &str, field: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg(section).query(c).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+}
+
 /// `DEBUG DIGEST`: one hash of the whole dataset.
 pub fn digest(c: &mut redis::Connection) -> String {
     redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
