@@ -7,7 +7,6 @@
 //! `bench/report.svg`.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::collections::BTreeMap;

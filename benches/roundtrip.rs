@@ -3,13 +3,15 @@
 //! the same after every iteration, so the two stay comparable.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::{Server, Twins, Value};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-fn claim_and_nack(c: &mut redis::Connection, claim: &[Vec<u8>], nack: &dyn Fn(i64, &[u8]) -> Vec<Vec<u8>>) {
+/// Builds the NACK of a claimed job from its token and id.
+type Nack<'a> = &'a dyn Fn(i64, &[u8]) -> Vec<Vec<u8>>;
+
+fn claim_and_nack(c: &mut redis::Connection, claim: &[Vec<u8>], nack: Nack) {
     let reply = common::call(c, &common::refs(claim));
     let Value::Array(v) = reply.value() else {
         panic!("{reply:?}")
