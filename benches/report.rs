@@ -479,9 +479,9 @@ fn json(rows: &[Row], version: &str) -> String {
                 t.calls_per_sec()
             )
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "    {{\"name\": \"{}\", \"native\": {}, \"lua\": {}, \"ratio_per_job\": {:.2}, \"core_floor_usec\": {}}}{}\n",
+            "    {{\"name\": \"{}\", \"native\": {}, \"lua\": {}, \"ratio_per_job\": {:.2}, \"core_floor_usec\": {}}}{}",
             r.name,
             tally(&r.native),
             tally(&r.lua),
