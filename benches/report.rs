@@ -118,6 +118,9 @@ struct Row {
     native: Tally,
     lua: Tally,
     floor: Option<f64>,
+    /// Bytes (`MEMORY USAGE` summed) the native and the Lua keyspace hold
+    /// after the same workload.
+    memory: Option<(u64, u64)>,
 }
 
 struct Bench {
@@ -158,11 +161,13 @@ impl Bench {
                 tally.add(&commandstats(&mut self.c), &[&stat], served(&replies), elapsed);
             }
         }
+        let memory = Some((memory(&mut self.c, n), memory(&mut self.c, l)));
         Row {
             name: name.to_string(),
             native,
             lua,
             floor: None,
+            memory,
         }
     }
 
@@ -226,6 +231,7 @@ impl Bench {
             native,
             lua,
             floor: None,
+            memory: None,
         }
     }
 
@@ -278,6 +284,7 @@ impl Bench {
             native,
             lua,
             floor: None,
+            memory: None,
         }
     }
 
@@ -330,6 +337,21 @@ impl Bench {
             })
             .sum()
     }
+}
+
+/// Bytes held by the keys under `prefix` (`MEMORY USAGE … SAMPLES 0`).
+fn memory(c: &mut redis::Connection, prefix: &str) -> u64 {
+    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query(c).unwrap();
+    let mut pipe = redis::pipe();
+    for k in &keys {
+        pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+    }
+    let sizes: Vec<Option<u64>> = if keys.is_empty() {
+        Vec::new()
+    } else {
+        pipe.query(c).unwrap()
+    };
+    sizes.into_iter().flatten().sum()
 }
 
 /// `lanes` lanes, each with `depth` jobs and weight `weight`, all ringed;
@@ -403,6 +425,27 @@ fn main() {
         row.floor = Some(bench.core_floor(k, calls / ROUNDS, depth));
         rows.push(row);
     }
+    if selected("AOF") {
+        // The same K=1 turns with the AOF on: the replication stream is built and written.
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("yes")
+            .query(&mut bench.c)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        rows.push(
+            bench.claims("WCLAIM K=1, 100 lanes, AOF on", true, 16_000, &|c, p| {
+                lanes(c, p, 100, 161, 1, None)
+            }),
+        );
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("no")
+            .query(&mut bench.c)
+            .unwrap();
+    }
     if selected("CLAIM, 100 lanes") {
         rows.push(bench.claims("CLAIM, 100 lanes", false, 16_000, &|c, p| {
             lanes(c, p, 100, 200, 1, None)
@@ -450,7 +493,7 @@ fn print_table(rows: &[Row], version: &str) {
     );
     for r in rows {
         println!(
-            "{:<40} {:>11.2} {:>11.2} {:>10.2} {:>10.2} {:>6.1}x {:>11.0} {:>11.0} {:>9}",
+            "{:<40} {:>11.2} {:>11.2} {:>10.2} {:>10.2} {:>6.1}x {:>11.0} {:>11.0} {:>9} {:>15}",
             r.name,
             r.native.per_call(),
             r.lua.per_call(),
@@ -460,6 +503,8 @@ fn print_table(rows: &[Row], version: &str) {
             r.native.calls_per_sec(),
             r.lua.calls_per_sec(),
             r.floor.map_or("-".to_string(), |f| format!("{f:.2}")),
+            r.memory
+                .map_or("-".to_string(), |(n, l)| format!("{}/{}", n / 1024, l / 1024)),
         );
     }
 }
@@ -481,12 +526,13 @@ fn json(rows: &[Row], version: &str) -> String {
         };
         let _ = writeln!(
             out,
-            "    {{\"name\": \"{}\", \"native\": {}, \"lua\": {}, \"ratio_per_job\": {:.2}, \"core_floor_usec\": {}}}{}",
+            "    {{\"name\": \"{}\", \"native\": {}, \"lua\": {}, \"ratio_per_job\": {:.2}, \"core_floor_usec\": {}, \"memory_bytes\": {}}}{}",
             r.name,
             tally(&r.native),
             tally(&r.lua),
             r.lua.per_job() / r.native.per_job().max(1e-9),
             r.floor.map_or("null".to_string(), |f| format!("{f:.3}")),
+            r.memory.map_or("null".to_string(), |(n, l)| format!("{{\"native\": {n}, \"lua\": {l}}}")),
             if i + 1 < rows.len() { "," } else { "" }
         );
     }
