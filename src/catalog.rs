@@ -74,6 +74,11 @@ const LIMIT_VALUE: &[ArgDoc] = &[
         ..arg("none", Kind::Token)
     },
 ];
+const BLOCK: ArgDoc = ArgDoc {
+    token: Some("BLOCK"),
+    optional: true,
+    ..arg("timeout", Kind::Int)
+};
 const COUNT: ArgDoc = ArgDoc {
     token: Some("COUNT"),
     optional: true,
@@ -84,21 +89,21 @@ pub const COMMANDS: &[CommandDoc] = &[
     CommandDoc {
         name: "emq.claim",
         handler: claim::claim,
-        flags: "write fast",
-        arity: 3,
-        summary: "Rotates the lane ring one step and leases the rotated lane's head job.",
+        flags: "write fast blocking",
+        arity: -3,
+        summary: "Rotates the lane ring one step and leases the rotated lane's head job; with BLOCK, waits for a serviceable lane.",
         complexity: "O(log N) where N is the number of the lane's pending jobs.",
-        args: &[PREFIX, LEASE],
+        args: &[PREFIX, LEASE, BLOCK],
         readonly: false,
     },
     CommandDoc {
         name: "emq.wclaim",
         handler: claim::wclaim,
-        flags: "write fast",
-        arity: 3,
-        summary: "Rotates the lane ring one step and leases K = min(weight, depth, headroom) heads of the rotated lane.",
+        flags: "write fast blocking",
+        arity: -3,
+        summary: "Rotates the lane ring one step and leases K = min(weight, depth, headroom) heads of the rotated lane; with BLOCK, waits for a serviceable lane.",
         complexity: "O(K log N) where N is the number of the lane's pending jobs.",
-        args: &[PREFIX, LEASE],
+        args: &[PREFIX, LEASE, BLOCK],
         readonly: false,
     },
     CommandDoc {

@@ -46,6 +46,7 @@ pub const LEASE_RANGE: &str = "an integer from 1 to 1099511627776";
 pub const WEIGHT_RANGE: &str = "an integer >= 1";
 pub const INTEGER: &str = "an integer";
 pub const FLOAT: &str = "a float";
+pub const TIMEOUT_RANGE: &str = "an integer >= 0";
 pub const COUNT_RANGE: &str = "an integer >= 1";
 pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";
 pub const RECORD: &str = "\"<mint> <lane>\"";

@@ -69,6 +69,8 @@ impl<'a> Queue<'a> {
                 list.list_push_tail(lane);
                 self.ctx.notify(&list, &ring, Class::List, c"rpush");
                 drop(list);
+                // Wake the claims blocked on this ring (RM_ListPush does not).
+                self.ctx.signal_ready(&ring);
                 self.ctx.replicate(c"RPUSH", &[ring.as_arg(), lane]);
             }
             RingChange::Leave => {

@@ -23,6 +23,10 @@ impl Counter {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
+    pub fn sub(&self, n: u64) {
+        self.0.fetch_sub(n, Ordering::Relaxed);
+    }
+
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -38,9 +42,11 @@ pub static JOBS_ACKED: Counter = Counter::new();
 pub static JOBS_NACKED: Counter = Counter::new();
 pub static JOBS_REAPED: Counter = Counter::new();
 pub static JOBS_EXTENDED: Counter = Counter::new();
+/// Clients waiting in a claim's BLOCK now.
+pub static BLOCKED: Counter = Counter::new();
 
 /// `INFO emq` fields, in order.
-pub fn fields() -> [(&'static str, u64); 8] {
+pub fn fields() -> [(&'static str, u64); 9] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -50,5 +56,6 @@ pub fn fields() -> [(&'static str, u64); 8] {
         ("jobs_nacked", JOBS_NACKED.get()),
         ("jobs_reaped", JOBS_REAPED.get()),
         ("jobs_extended", JOBS_EXTENDED.get()),
+        ("blocked_clients", BLOCKED.get()),
     ]
 }

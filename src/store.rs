@@ -93,6 +93,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_Replicate,
         RedisModule_GetContextFlags,
         RedisModule_NotifyKeyspaceEvent,
+        RedisModule_BlockClientOnKeys,
+        RedisModule_SignalKeyAsReady,
         RedisModule_Milliseconds,
         RedisModule_Call,
         RedisModule_CallReplyType,
@@ -161,6 +163,15 @@ fn format_17g(score: f64) -> Vec<u8> {
     let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%.17g".as_ptr(), score) };
     buf[..(n.max(0) as usize).min(buf.len() - 1)].to_vec()
 }
+
+/// The callbacks of a blocked client.
+pub struct BlockCallbacks {
+    pub ready: raw::RedisModuleCmdFunc,
+    pub timeout: raw::RedisModuleCmdFunc,
+    pub freed: Option<unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut std::os::raw::c_void)>,
+}
+
+static BLOCK_TOKEN: u8 = 0;
 
 /// The command's context: replies, strings, keys, replication, the clock.
 pub struct Ctx {
@@ -545,6 +556,34 @@ impl Ctx {
                 None => api!(RedisModule_Milliseconds)(),
             }
         }
+    }
+
+    // ---- blocking ----
+
+    /// Blocks the calling client on `key` for `timeout_ms` (0 = forever):
+    /// `callbacks.ready` runs each time the key is signalled ready, in the
+    /// order clients began to wait; `callbacks.timeout` on timeout or
+    /// `CLIENT UNBLOCK`; `callbacks.freed` once, however the wait ends.
+    pub fn block_on_key(&self, key: &RStr, timeout_ms: i64, callbacks: BlockCallbacks) {
+        let mut keys = [key.ptr];
+        unsafe {
+            api!(RedisModule_BlockClientOnKeys)(
+                self.ptr,
+                callbacks.ready,
+                callbacks.timeout,
+                callbacks.freed,
+                timeout_ms,
+                keys.as_mut_ptr(),
+                1,
+                // Non-NULL so that the server calls `freed`.
+                ptr::addr_of!(BLOCK_TOKEN) as *mut std::os::raw::c_void,
+            );
+        }
+    }
+
+    /// Wakes clients blocked on `key` (a lane joined the ring).
+    pub fn signal_ready(&self, key: &RStr) {
+        unsafe { api!(RedisModule_SignalKeyAsReady)(self.ptr, key.ptr) };
     }
 
     // ---- keyspace notifications (the key API fires none itself) ----

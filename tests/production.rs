@@ -299,8 +299,8 @@ fn command_info_and_docs_tell_the_truth() {
     let server = Server::start();
     let mut c = server.conn();
     let expect: &[(&str, i64, &[&str])] = &[
-        ("emq.claim", 3, &["write", "fast"]),
-        ("emq.wclaim", 3, &["write", "fast"]),
+        ("emq.claim", -3, &["write", "fast", "blocking"]),
+        ("emq.wclaim", -3, &["write", "fast", "blocking"]),
         ("emq.weight", 4, &["write", "fast"]),
         ("emq.enqueue", -5, &["write", "denyoom", "fast"]),
         ("emq.ack", -4, &["write", "fast"]),

@@ -13,7 +13,7 @@
 //! Every read and type check happens before the first write.
 
 use crate::args;
-use crate::errors::Error;
+use crate::errors::{Error, TIMEOUT_RANGE};
 use crate::keys;
 use crate::schedule::{self, Lane, Turn};
 use crate::state;
@@ -22,39 +22,103 @@ use std::io::Write as _;
 
 use crate::store::{self, Argv, Class, Ctx, KeyRead, Kind, RStr, Word};
 
-/// `EMQ.CLAIM P lease`: plain rotation, the weight taken as 1.
+/// `EMQ.CLAIM P lease [BLOCK ms]`: plain rotation, the weight taken as 1.
 pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    turn(ctx, argv, false)
+    command(ctx, argv, false)
 }
 
-/// `EMQ.WCLAIM P lease`: the weighted rotation.
+/// `EMQ.WCLAIM P lease [BLOCK ms]`: the weighted rotation.
 pub fn wclaim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    turn(ctx, argv, true)
+    command(ctx, argv, true)
 }
 
-fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
-    if argv.len() != 3 {
+/// What one attempt at a turn came to. Only `Served` has replied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Served,
+    /// The head lane could not be served and left the ring.
+    Dropped,
+    /// No ring: nothing can be served now.
+    Empty,
+}
+
+/// The arguments: prefix, lease, and the BLOCK timeout in ms (0 = forever).
+fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<(&'a [u8], i64, Option<i64>), Error> {
+    if argv.len() != 3 && argv.len() != 5 {
         return Err(Error::WrongArity);
     }
     let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
     let lease = args::lease(argv.get(2).bytes())?;
+    let block = if argv.len() == 5 {
+        if !args::is_keyword(argv.get(3).bytes(), "BLOCK") {
+            return Err(Error::Syntax);
+        }
+        Some(args::int_in(
+            argv.get(4).bytes(),
+            "BLOCK timeout",
+            0,
+            i64::MAX,
+            TIMEOUT_RANGE,
+        )?)
+    } else {
+        None
+    };
+    Ok((prefix, lease, block))
+}
 
+fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
+    let (prefix, lease, block) = parse(ctx, argv)?;
+    // Inside MULTI or a script a call never blocks: it is the plain call.
+    let block = block.filter(|_| !ctx.in_transaction_or_script());
+    let Some(timeout) = block else {
+        if turn(ctx, prefix, lease, weighted)? != Outcome::Served {
+            stats::CLAIMS_EMPTY.add(1);
+            ctx.reply_empty_array();
+        }
+        return Ok(());
+    };
+    if serve_or_wait(ctx, prefix, lease, weighted)? {
+        return Ok(());
+    }
+    // Nothing serviceable: wait on the ring, woken when a lane joins it.
+    let ring_name = ctx.string(&keys::key(prefix, keys::RING));
+    stats::BLOCKED.add(1);
+    ctx.block_on_key(&ring_name, timeout, super::blocked_claim_callbacks(weighted));
+    Ok(())
+}
+
+/// Turns until one serves (true) or the ring is empty (false): a lane that
+/// cannot be served leaves the ring, so a client waits only when no lane is
+/// serviceable.
+fn serve_or_wait(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<bool, Error> {
+    loop {
+        match turn(ctx, prefix, lease, weighted)? {
+            Outcome::Served => return Ok(true),
+            Outcome::Dropped => continue,
+            Outcome::Empty => return Ok(false),
+        }
+    }
+}
+
+/// A blocked claim's ring became ready: claim once; `Ok(false)` keeps the
+/// client waiting (another client took the lane).
+pub fn on_ready(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<bool, Error> {
+    let (prefix, lease, _) = parse(ctx, argv)?;
+    serve_or_wait(ctx, prefix, lease, weighted)
+}
+
+/// One turn. Replies only when it serves.
+fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome, Error> {
     // ---- read phase: every read handle is closed before the first write ----
     let ring_name = ctx.string(&keys::key(prefix, keys::RING));
     let (lane_name, ring_len) = {
         let Some(ring) = ctx.open_read(&ring_name) else {
-            stats::CLAIMS_EMPTY.add(1);
-            ctx.reply_empty_array();
-            return Ok(());
+            return Ok(Outcome::Empty);
         };
         ring.kind().expect(Kind::List)?;
         match ring.list_get(0) {
             Some(head) => (head, ring.len()),
-            None => {
-                stats::CLAIMS_EMPTY.add(1);
-                ctx.reply_empty_array();
-                return Ok(());
-            }
+            None => return Ok(Outcome::Empty),
         }
     };
     let lane = lane_name.bytes();
@@ -175,20 +239,18 @@ fn turn(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     for (job, _) in &jobs {
         ctx.reply_str(job.as_arg());
     }
-    Ok(())
+    Ok(Outcome::Served)
 }
 
 /// The head lane cannot be served: it leaves the ring, nothing is served.
 /// (The seed rotates it to the tail and `LREM`s it: the same as a head pop.)
-fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<(), Error> {
+fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<Outcome, Error> {
     let ring = ctx.open_write(ring_name);
     ring.list_pop_head();
     ctx.notify(&ring, ring_name, Class::List, c"lrem");
     drop(ring);
     ctx.replicate(c"LPOP", &[ring_name.as_arg()]);
-    stats::CLAIMS_EMPTY.add(1);
-    ctx.reply_empty_array();
-    Ok(())
+    Ok(Outcome::Dropped)
 }
 
 /// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted

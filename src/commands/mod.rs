@@ -12,7 +12,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use crate::errors::Error;
-use crate::store::{Argv, Ctx};
+use crate::stats;
+use crate::store::{Argv, BlockCallbacks, Ctx};
 
 /// A command body: it replies itself on success.
 pub type Handler = fn(&Ctx, Argv) -> Result<(), Error>;
@@ -55,4 +56,68 @@ macro_rules! command_callback {
         }
         Some(callback as unsafe extern "C" fn(_, _, _) -> _) as redis_module::raw::RedisModuleCmdFunc
     }};
+}
+
+/// The callbacks of a claim waiting in BLOCK.
+pub fn blocked_claim_callbacks(weighted: bool) -> BlockCallbacks {
+    BlockCallbacks {
+        ready: Some(if weighted { wclaim_ready } else { claim_ready }),
+        timeout: Some(claim_timeout),
+        freed: Some(claim_wait_over),
+    }
+}
+
+extern "C" fn claim_ready(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    unsafe { ready(ctx, argv, argc, false) }
+}
+
+extern "C" fn wclaim_ready(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    unsafe { ready(ctx, argv, argc, true) }
+}
+
+/// `OK` unblocks the client (it was served, or told the error); `ERR`
+/// keeps it waiting for the rest of its timeout.
+unsafe fn ready(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    weighted: bool,
+) -> c_int {
+    let ctx = Ctx::from_raw(ctx);
+    let argv = Argv::from_raw(argv, argc);
+    let outcome = catch_unwind(AssertUnwindSafe(|| claim::on_ready(&ctx, argv, weighted)));
+    let error = match outcome {
+        Ok(Ok(true)) => return raw::REDISMODULE_OK as c_int,
+        Ok(Ok(false)) => return raw::REDISMODULE_ERR as c_int,
+        Ok(Err(e)) => e,
+        Err(_) => Error::Internal,
+    };
+    match error.message_c() {
+        None => ctx.reply_wrong_arity(),
+        Some(msg) => ctx.reply_error(&msg),
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The wait ran out (or `CLIENT UNBLOCK`): a null array, as `BLMOVE` gives.
+extern "C" fn claim_timeout(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let _ = catch_unwind(|| unsafe { Ctx::from_raw(ctx) }.reply_null_array());
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Called once however a wait ends (served, timed out, disconnected).
+unsafe extern "C" fn claim_wait_over(_ctx: *mut raw::RedisModuleCtx, _token: *mut std::os::raw::c_void) {
+    stats::BLOCKED.sub(1);
 }

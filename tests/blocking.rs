@@ -1,0 +1,347 @@
+//! `EMQ.CLAIM` / `EMQ.WCLAIM … BLOCK ms`: a worker waits without polling and
+//! is woken when a lane of its queue becomes serviceable; waiters are served
+//! in the order they began to wait; nothing is lost or left behind.
+
+mod common;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const P: &str = "blk{q}:";
+
+fn blocked_clients(c: &mut redis::Connection) -> i64 {
+    info_text(c, "clients", "blocked_clients")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn emq_blocked(c: &mut redis::Connection) -> i64 {
+    info_text(c, "emq", "emq_blocked_clients")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Starts a client blocked in `args`; its reply arrives on the channel.
+fn blocked_call(server: &Server, args: Vec<String>) -> mpsc::Receiver<(Reply, Instant)> {
+    let mut c = server.conn();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = cmd(&mut c, &argv);
+        let _ = tx.send((reply, Instant::now()));
+    });
+    rx
+}
+
+#[test]
+fn a_waiting_worker_wakes_on_enqueue() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let rx = blocked_call(
+        &server,
+        vec![
+            "EMQ.WCLAIM".into(),
+            P.into(),
+            "60000".into(),
+            "BLOCK".into(),
+            "0".into(),
+        ],
+    );
+    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    assert_eq!(emq_blocked(&mut c), 1, "INFO emq counts the waiter");
+    let enqueued = Instant::now();
+    assert_eq!(
+        cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "job"]),
+        Reply::Ok(Value::Int(1))
+    );
+    let (reply, at) = rx.recv_timeout(Duration::from_secs(5)).expect("woken");
+    let (lane, _, jobs) = reply.claim().expect("served");
+    assert_eq!((lane.as_str(), jobs.as_slice()), ("a", &["job".to_string()][..]));
+    assert!(
+        at - enqueued < Duration::from_millis(500),
+        "woken after {:?}",
+        at - enqueued
+    );
+    assert_eq!(blocked_clients(&mut c), 0);
+    assert_eq!(emq_blocked(&mut c), 0);
+}
+
+#[test]
+fn a_wait_times_out_with_a_null_array() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let start = Instant::now();
+    let reply = cmd(&mut c, &["EMQ.CLAIM", P, "1000", "block", "200"]);
+    let waited = start.elapsed();
+    assert_eq!(reply, Reply::Ok(Value::Nil), "BLMOVE's null");
+    assert!(
+        waited >= Duration::from_millis(180) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    assert_eq!(emq_blocked(&mut c), 0);
+}
+
+#[test]
+fn ten_waiters_are_served_in_the_order_they_began_to_wait() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let (tx, rx) = mpsc::channel();
+    // Each worker loops: wait, take one job, ACK it, wait again.
+    for id in 0..10 {
+        let mut w = server.conn();
+        let tx = tx.clone();
+        thread::spawn(move || loop {
+            let reply = cmd(&mut w, &["EMQ.WCLAIM", P, "60000", "BLOCK", "0"]);
+            let Some((_, token, jobs)) = reply.claim() else {
+                return;
+            };
+            let mut ack = vec!["EMQ.ACK".to_string(), P.to_string(), token.to_string()];
+            ack.extend(jobs.iter().cloned());
+            let argv: Vec<&str> = ack.iter().map(String::as_str).collect();
+            assert_eq!(cmd(&mut w, &argv), Reply::Ok(Value::Int(jobs.len() as i64)));
+            if tx.send((id, jobs)).is_err() {
+                return;
+            }
+        });
+        wait_until("the worker queues up", || blocked_clients(&mut c) == id + 1);
+    }
+    let mut claimed = std::collections::BTreeSet::new();
+    for n in 0..100 {
+        wait_until("all ten wait", || blocked_clients(&mut c) == 10);
+        let job = format!("job{n}");
+        assert_eq!(
+            cmd(&mut c, &["EMQ.ENQUEUE", P, "lane", &n.to_string(), &job]),
+            Reply::Ok(Value::Int(1))
+        );
+        let (id, jobs) = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a waiter is served");
+        assert_eq!(jobs, std::slice::from_ref(&job), "one job per wake-up");
+        assert_eq!(id, n % 10, "job {n} went to waiter {id}: not in waiting order");
+        assert!(claimed.insert(job), "claimed twice");
+    }
+    assert_eq!(claimed.len(), 100);
+    assert!(rx.try_recv().is_err(), "no job served twice");
+    wait_until("all ten wait again", || blocked_clients(&mut c) == 10);
+    assert!(
+        snapshot(&mut c, P).is_empty(),
+        "every job acked, nothing left: {:?}",
+        snapshot(&mut c, P)
+    );
+    assert_eq!(emq_blocked(&mut c), 10);
+}
+
+#[test]
+fn no_client_waits_while_a_serviceable_lane_exists() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // A stale head (an empty lane) and a full lane in front of a good one.
+    build(
+        &mut c,
+        P,
+        &[
+            LaneSpec::new("full", 2).limit(1).active(1),
+            LaneSpec::new("good", 1),
+        ],
+        &["ghost", "full", "good"],
+    );
+    let start = Instant::now();
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "1000", "BLOCK", "5000"])
+        .claim()
+        .expect("served");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        (lane.as_str(), jobs.as_slice()),
+        ("good", &["good1".to_string()][..])
+    );
+}
+
+#[test]
+fn never_blocks_in_multi_or_a_script() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let start = Instant::now();
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("EMQ.WCLAIM")
+        .arg(P)
+        .arg(1000)
+        .arg("BLOCK")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, vec![Value::Array(vec![])], "the non-blocking reply");
+    let script = cmd(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('EMQ.CLAIM', KEYS[1], '1000', 'BLOCK', '0')",
+            "1",
+            P,
+        ],
+    );
+    assert_eq!(script, Reply::Ok(Value::Array(vec![])));
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert_eq!(blocked_clients(&mut c), 0);
+}
+
+#[test]
+fn a_killed_or_unblocked_waiter_leaves_nothing_behind() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut w = server.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w).unwrap();
+    let rx = {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let r = cmd(&mut w, &["EMQ.WCLAIM", P, "1000", "BLOCK", "0"]);
+            let _ = tx.send(r);
+        });
+        rx
+    };
+    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    assert_eq!(
+        cmd(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]),
+        Reply::Ok(Value::Int(1))
+    );
+    let _ = rx.recv_timeout(Duration::from_secs(5));
+    wait_until("the kill is seen", || blocked_clients(&mut c) == 0);
+    assert_eq!(emq_blocked(&mut c), 0);
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "job"]);
+    let depth: i64 = redis::cmd("ZCARD")
+        .arg(format!("{P}g:a:pending"))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(depth, 1, "nobody claimed for the dead waiter");
+
+    // CLIENT UNBLOCK ends a wait with the timeout reply.
+    let mut w2 = server.conn();
+    let id2: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w2).unwrap();
+    let rx = blocked_call_on(w2, &["EMQ.CLAIM", "other{q}:", "1000", "BLOCK", "0"]);
+    wait_until("the second worker waits", || blocked_clients(&mut c) == 1);
+    assert_eq!(
+        cmd(&mut c, &["CLIENT", "UNBLOCK", &id2.to_string()]),
+        Reply::Ok(Value::Int(1))
+    );
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+        Reply::Ok(Value::Nil)
+    );
+    assert_eq!(emq_blocked(&mut c), 0);
+}
+
+fn blocked_call_on(mut c: redis::Connection, args: &[&str]) -> mpsc::Receiver<Reply> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _ = tx.send(cmd(&mut c, &argv));
+    });
+    rx
+}
+
+#[test]
+fn an_ack_that_frees_headroom_wakes_a_waiter() {
+    let server = Server::start();
+    let mut c = server.conn();
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "j1", "2", "j2"]);
+    cmd(&mut c, &["EMQ.LIMIT", P, "a", "1"]);
+    let (_, token, jobs) = cmd(&mut c, &["EMQ.CLAIM", P, "60000"]).claim().unwrap();
+    let rx = blocked_call(
+        &server,
+        vec![
+            "EMQ.CLAIM".into(),
+            P.into(),
+            "60000".into(),
+            "BLOCK".into(),
+            "0".into(),
+        ],
+    );
+    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    assert_eq!(
+        cmd(&mut c, &["EMQ.ACK", P, &token.to_string(), &jobs[0]]),
+        Reply::Ok(Value::Int(1))
+    );
+    let (reply, _) = rx.recv_timeout(Duration::from_secs(5)).expect("woken by the ACK");
+    assert_eq!(reply.claim().unwrap().2, ["j2"]);
+}
+
+#[test]
+fn a_served_waiter_replicates_like_any_claim() {
+    let primary = Server::start();
+    let replica = Server::start_plain(&[]);
+    let mut r = replica.conn();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port)
+        .query(&mut r)
+        .unwrap();
+    wait_until("the link", || {
+        info_text(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    let mut p = primary.conn();
+    let rx = blocked_call(
+        &primary,
+        vec![
+            "EMQ.WCLAIM".into(),
+            P.into(),
+            "60000".into(),
+            "BLOCK".into(),
+            "0".into(),
+        ],
+    );
+    wait_until("the worker waits", || blocked_clients(&mut p) == 1);
+    cmd(&mut p, &["EMQ.ENQUEUE", P, "a", "1", "job"]);
+    rx.recv_timeout(Duration::from_secs(5))
+        .unwrap()
+        .0
+        .claim()
+        .expect("served");
+    let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).unwrap();
+    let offset = info_text(&mut p, "replication", "master_repl_offset").unwrap();
+    wait_until("the replica", || {
+        info_text(&mut r, "replication", "slave_repl_offset").as_ref() == Some(&offset)
+    });
+    assert_eq!(digest(&mut p), digest(&mut r));
+    let leases: i64 = redis::cmd("ZCARD")
+        .arg(format!("{P}leases"))
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(leases, 1, "the replica has the lease");
+}
+
+#[test]
+fn bad_block_arguments_are_refused() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for (args, expect) in [
+        (
+            &["EMQ.WCLAIM", P, "1000", "BLOCK", "-1"][..],
+            "ERR BLOCK timeout must be an integer >= 0",
+        ),
+        (
+            &["EMQ.WCLAIM", P, "1000", "BLOCK", "x"],
+            "ERR BLOCK timeout must be an integer >= 0",
+        ),
+        (&["EMQ.CLAIM", P, "1000", "WAIT", "5"], "ERR syntax error"),
+        (
+            &["EMQ.CLAIM", P, "1000", "BLOCK"],
+            "ERR wrong number of arguments for 'emq.claim' command",
+        ),
+    ] {
+        assert_eq!(cmd(&mut c, args).err(), Some(expect), "{args:?}");
+    }
+}
