@@ -136,4 +136,33 @@ fn queues_are_served_across_a_three_node_cluster() {
     let mut wrong = nodes[(owner + 1) % 3].conn();
     let r = cmd(&mut wrong, &["EMQ.WCLAIM", "emq:{tenant0}:", "1000"]);
     assert!(r.err().is_some_and(|e| e.starts_with("MOVED")), "{r:?}");
+    // A blocking claim is redirected before it waits.
+    let r = cmd(
+        &mut wrong,
+        &["EMQ.WCLAIM", "emq:{tenant0}:", "1000", "BLOCK", "0"],
+    );
+    assert!(r.err().is_some_and(|e| e.starts_with("MOVED")), "{r:?}");
+    // On the right node it waits, and an ENQUEUE through the cluster client wakes it.
+    let mut right = nodes[owner].conn();
+    let waiter = std::thread::spawn(move || {
+        cmd(
+            &mut right,
+            &["EMQ.WCLAIM", "emq:{tenant0}:", "1000", "BLOCK", "5000"],
+        )
+    });
+    let mut owner_conn = nodes[owner].conn();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while info_text(&mut owner_conn, "clients", "blocked_clients").as_deref() != Some("1") {
+        assert!(Instant::now() < deadline, "the waiter never blocked");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _: i64 = redis::cmd("EMQ.ENQUEUE")
+        .arg("emq:{tenant0}:")
+        .arg("lane")
+        .arg(9)
+        .arg("late")
+        .query(&mut cc)
+        .unwrap();
+    let (_, _, jobs) = waiter.join().unwrap().claim().expect("woken");
+    assert_eq!(jobs, ["late"]);
 }
