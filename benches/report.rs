@@ -124,7 +124,7 @@ struct Row {
 }
 
 struct Bench {
-    _server: Server,
+    server: Server,
     c: redis::Connection,
     twins: Twins,
 }
@@ -339,6 +339,126 @@ impl Bench {
     }
 }
 
+/// Workers waiting for a steady arrival of jobs: blocking (`BLOCK`) or
+/// polling (a plain claim, then 1 ms of sleep when empty).
+struct Waiting {
+    mode: &'static str,
+    jobs: usize,
+    /// Server CPU (user + sys) spent during the run, seconds.
+    cpu: f64,
+    /// Enqueue-to-claim latency, ms: median and 99th percentile.
+    p50: f64,
+    p99: f64,
+    claims: u64,
+}
+
+fn server_cpu(c: &mut redis::Connection) -> f64 {
+    ["used_cpu_user", "used_cpu_sys"]
+        .iter()
+        .map(|f| {
+            common::info_text(c, "cpu", f)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        })
+        .sum()
+}
+
+fn now_us() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+fn waiting(server: &Server, blocking: bool, jobs: usize, every: Duration, workers: usize) -> Waiting {
+    let p = "w{q}:";
+    let mut c = server.conn();
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    reset_stats(&mut c);
+    let cpu0 = server_cpu(&mut c);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel::<f64>();
+    let handles: Vec<_> = (0..workers)
+        .map(|_| {
+            let mut w = server.conn();
+            let (stop, tx) = (stop.clone(), tx.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut claim = redis::cmd("EMQ.WCLAIM");
+                    claim.arg(p).arg(60_000);
+                    if blocking {
+                        claim.arg("BLOCK").arg(100);
+                    }
+                    let reply: Value = claim.query(&mut w).unwrap();
+                    let Value::Array(turn) = reply else { continue };
+                    if turn.len() < 3 {
+                        if !blocking {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        continue;
+                    }
+                    let at = now_us();
+                    let Value::Int(token) = turn[1] else { continue };
+                    for job in &turn[2..] {
+                        let id = common::text(job);
+                        let sent: u128 = id.split(':').nth(1).and_then(|t| t.parse().ok()).unwrap_or(at);
+                        let _ = tx.send((at.saturating_sub(sent)) as f64 / 1000.0);
+                        let _: i64 = redis::cmd("EMQ.ACK")
+                            .arg(p)
+                            .arg(token)
+                            .arg(&id)
+                            .query(&mut w)
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    for i in 0..jobs {
+        let due = start + every * i as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let id = format!("j{i}:{}", now_us());
+        let _: i64 = redis::cmd("EMQ.ENQUEUE")
+            .arg(p)
+            .arg(format!("lane{}", i % 10))
+            .arg(i)
+            .arg(&id)
+            .query(&mut c)
+            .unwrap();
+    }
+    let mut latencies: Vec<f64> = (0..jobs)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("every job picked up")
+        })
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    let cpu = server_cpu(&mut c) - cpu0;
+    let claims = commandstats(&mut c)
+        .get("emq.wclaim")
+        .map_or(0, |(calls, _)| *calls);
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let pct = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q) as usize];
+    Waiting {
+        mode: if blocking {
+            "blocking (BLOCK)"
+        } else {
+            "polling every 1 ms"
+        },
+        jobs,
+        cpu,
+        p50: pct(0.5),
+        p99: pct(0.99),
+        claims,
+    }
+}
+
 /// Bytes held by the keys under `prefix` (`MEMORY USAGE … SAMPLES 0`).
 fn memory(c: &mut redis::Connection, prefix: &str) -> u64 {
     let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query(c).unwrap();
@@ -400,11 +520,7 @@ fn main() {
     let server = Server::start();
     let mut c = server.conn();
     let twins = Twins::load(&mut c);
-    let mut bench = Bench {
-        _server: server,
-        c,
-        twins,
-    };
+    let mut bench = Bench { server, c, twins };
     let version = match common::info_text(&mut bench.c, "server", "valkey_version") {
         Some(v) => format!("Valkey {v}"),
         None => format!(
@@ -470,9 +586,52 @@ fn main() {
         rows.push(bench.reap(10_000));
     }
 
+    let mut waits = Vec::new();
+    if selected("workers") {
+        for blocking in [true, false] {
+            waits.push(waiting(
+                &bench.server,
+                blocking,
+                1_000,
+                Duration::from_millis(2),
+                4,
+            ));
+        }
+    }
+
     print_table(&rows, &version);
+    if !waits.is_empty() {
+        println!("\n4 workers, 250 jobs arriving every 10 ms:");
+        println!(
+            "{:<22} {:>14} {:>14} {:>12} {:>12}",
+            "workers", "server CPU s", "claim calls", "pickup p50", "pickup p99"
+        );
+        for w in &waits {
+            println!(
+                "{:<22} {:>14.3} {:>14} {:>9.2} ms {:>9.2} ms",
+                w.mode, w.cpu, w.claims, w.p50, w.p99
+            );
+        }
+    }
     std::fs::create_dir_all("bench").expect("bench/");
-    std::fs::write("bench/report.json", json(&rows, &version)).expect("bench/report.json");
+    let mut report = json(&rows, &version);
+    if !waits.is_empty() {
+        let entries: Vec<String> = waits
+            .iter()
+            .map(|w| {
+                format!(
+                    "    {{\"mode\": \"{}\", \"jobs\": {}, \"server_cpu_s\": {:.3}, \"claim_calls\": {}, \"pickup_ms_p50\": {:.3}, \"pickup_ms_p99\": {:.3}}}",
+                    w.mode, w.jobs, w.cpu, w.claims, w.p50, w.p99
+                )
+            })
+            .collect();
+        report = report.trim_end().trim_end_matches('}').trim_end().to_string();
+        report.push_str(&format!(
+            ",\n  \"waiting_workers\": [\n{}\n  ]\n}}\n",
+            entries.join(",\n")
+        ));
+    }
+    std::fs::write("bench/report.json", report).expect("bench/report.json");
     std::fs::write("bench/report.svg", svg(&rows, &version)).expect("bench/report.svg");
     println!("\nwrote bench/report.json and bench/report.svg");
 }

@@ -350,7 +350,12 @@ fn bad_block_arguments_are_refused() {
 fn the_example_worker_drains_a_queue() {
     // Built by `cargo test` beside this test binary: target/<profile>/examples/worker.
     let exe = std::env::current_exe().unwrap();
-    let worker = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples").join("worker");
+    let worker = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join("worker");
     assert!(worker.is_file(), "{} is missing", worker.display());
     let server = Server::start();
     let mut c = server.conn();
@@ -361,12 +366,19 @@ fn the_example_worker_drains_a_queue() {
         .spawn()
         .unwrap();
     wait_until("the worker waits", || blocked_clients(&mut c) == 1);
-    cmd(&mut c, &["EMQ.ENQUEUE", P, "acme", "1", "job-1", "2", "job-2", "3", "job-3"]);
+    cmd(
+        &mut c,
+        &["EMQ.ENQUEUE", P, "acme", "1", "job-1", "2", "job-2", "3", "job-3"],
+    );
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let printed = String::from_utf8_lossy(&out.stdout);
     for job in ["job-1", "job-2", "job-3"] {
         assert!(printed.contains(&format!("lane acme job {job}")), "{printed}");
     }
-    assert!(snapshot(&mut c, P).is_empty(), "all acked: {:?}", snapshot(&mut c, P));
+    assert!(
+        snapshot(&mut c, P).is_empty(),
+        "all acked: {:?}",
+        snapshot(&mut c, P)
+    );
 }
