@@ -10,7 +10,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	cargo build --release --locked
+	cargo build --release --locked --lib --examples
 
 run: build
 	@server=$$(scripts/servers.sh valkey9); cli=$$(scripts/servers.sh cli); \

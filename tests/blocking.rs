@@ -26,22 +26,14 @@ fn emq_blocked(c: &mut redis::Connection) -> i64 {
         .unwrap()
 }
 
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Starts a client blocked in `args`; its reply arrives on the channel.
-fn blocked_call(server: &Server, args: Vec<String>) -> mpsc::Receiver<(Reply, Instant)> {
-    let mut c = server.conn();
+/// Sends `args` on `conn` from a thread; the reply and when it came arrive
+/// on the channel.
+fn blocked_call(mut conn: redis::Connection, args: &[&str]) -> mpsc::Receiver<(Reply, Instant)> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let reply = cmd(&mut c, &argv);
-        let _ = tx.send((reply, Instant::now()));
+        let _ = tx.send((cmd(&mut conn, &argv), Instant::now()));
     });
     rx
 }
@@ -50,17 +42,8 @@ fn blocked_call(server: &Server, args: Vec<String>) -> mpsc::Receiver<(Reply, In
 fn a_waiting_worker_wakes_on_enqueue() {
     let server = Server::start();
     let mut c = server.conn();
-    let rx = blocked_call(
-        &server,
-        vec![
-            "EMQ.WCLAIM".into(),
-            P.into(),
-            "60000".into(),
-            "BLOCK".into(),
-            "0".into(),
-        ],
-    );
-    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    let rx = blocked_call(server.conn(), &["EMQ.WCLAIM", P, "60000", "BLOCK", "0"]);
+    wait_for("the worker waits", || blocked_clients(&mut c) == 1);
     assert_eq!(emq_blocked(&mut c), 1, "INFO emq counts the waiter");
     let enqueued = Instant::now();
     assert_eq!(
@@ -116,11 +99,11 @@ fn ten_waiters_are_served_in_the_order_they_began_to_wait() {
                 return;
             }
         });
-        wait_until("the worker queues up", || blocked_clients(&mut c) == id + 1);
+        wait_for("the worker queues up", || blocked_clients(&mut c) == id + 1);
     }
     let mut claimed = std::collections::BTreeSet::new();
     for n in 0..100 {
-        wait_until("all ten wait", || blocked_clients(&mut c) == 10);
+        wait_for("all ten wait", || blocked_clients(&mut c) == 10);
         let job = format!("job{n}");
         assert_eq!(
             cmd(&mut c, &["EMQ.ENQUEUE", P, "lane", &n.to_string(), &job]),
@@ -135,7 +118,7 @@ fn ten_waiters_are_served_in_the_order_they_began_to_wait() {
     }
     assert_eq!(claimed.len(), 100);
     assert!(rx.try_recv().is_err(), "no job served twice");
-    wait_until("all ten wait again", || blocked_clients(&mut c) == 10);
+    wait_for("all ten wait again", || blocked_clients(&mut c) == 10);
     assert!(
         snapshot(&mut c, P).is_empty(),
         "every job acked, nothing left: {:?}",
@@ -212,13 +195,13 @@ fn a_killed_or_unblocked_waiter_leaves_nothing_behind() {
         });
         rx
     };
-    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    wait_for("the worker waits", || blocked_clients(&mut c) == 1);
     assert_eq!(
         cmd(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]),
         Reply::Ok(Value::Int(1))
     );
     let _ = rx.recv_timeout(Duration::from_secs(5));
-    wait_until("the kill is seen", || blocked_clients(&mut c) == 0);
+    wait_for("the kill is seen", || blocked_clients(&mut c) == 0);
     assert_eq!(emq_blocked(&mut c), 0);
     cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "job"]);
     let depth: i64 = redis::cmd("ZCARD")
@@ -230,27 +213,17 @@ fn a_killed_or_unblocked_waiter_leaves_nothing_behind() {
     // CLIENT UNBLOCK ends a wait with the timeout reply.
     let mut w2 = server.conn();
     let id2: i64 = redis::cmd("CLIENT").arg("ID").query(&mut w2).unwrap();
-    let rx = blocked_call_on(w2, &["EMQ.CLAIM", "other{q}:", "1000", "BLOCK", "0"]);
-    wait_until("the second worker waits", || blocked_clients(&mut c) == 1);
+    let rx = blocked_call(w2, &["EMQ.CLAIM", "other{q}:", "1000", "BLOCK", "0"]);
+    wait_for("the second worker waits", || blocked_clients(&mut c) == 1);
     assert_eq!(
         cmd(&mut c, &["CLIENT", "UNBLOCK", &id2.to_string()]),
         Reply::Ok(Value::Int(1))
     );
     assert_eq!(
-        rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+        rx.recv_timeout(Duration::from_secs(5)).unwrap().0,
         Reply::Ok(Value::Nil)
     );
     assert_eq!(emq_blocked(&mut c), 0);
-}
-
-fn blocked_call_on(mut c: redis::Connection, args: &[&str]) -> mpsc::Receiver<Reply> {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let _ = tx.send(cmd(&mut c, &argv));
-    });
-    rx
 }
 
 #[test]
@@ -260,17 +233,8 @@ fn an_ack_that_frees_headroom_wakes_a_waiter() {
     cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "j1", "2", "j2"]);
     cmd(&mut c, &["EMQ.LIMIT", P, "a", "1"]);
     let (_, token, jobs) = cmd(&mut c, &["EMQ.CLAIM", P, "60000"]).claim().unwrap();
-    let rx = blocked_call(
-        &server,
-        vec![
-            "EMQ.CLAIM".into(),
-            P.into(),
-            "60000".into(),
-            "BLOCK".into(),
-            "0".into(),
-        ],
-    );
-    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    let rx = blocked_call(server.conn(), &["EMQ.CLAIM", P, "60000", "BLOCK", "0"]);
+    wait_for("the worker waits", || blocked_clients(&mut c) == 1);
     assert_eq!(
         cmd(&mut c, &["EMQ.ACK", P, &token.to_string(), &jobs[0]]),
         Reply::Ok(Value::Int(1))
@@ -283,38 +247,17 @@ fn an_ack_that_frees_headroom_wakes_a_waiter() {
 fn a_served_waiter_replicates_like_any_claim() {
     let primary = Server::start();
     let replica = Server::start_plain(&[]);
-    let mut r = replica.conn();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port)
-        .query(&mut r)
-        .unwrap();
-    wait_until("the link", || {
-        info_text(&mut r, "replication", "master_link_status").as_deref() == Some("up")
-    });
+    let mut r = replicate_into(&replica, &primary);
     let mut p = primary.conn();
-    let rx = blocked_call(
-        &primary,
-        vec![
-            "EMQ.WCLAIM".into(),
-            P.into(),
-            "60000".into(),
-            "BLOCK".into(),
-            "0".into(),
-        ],
-    );
-    wait_until("the worker waits", || blocked_clients(&mut p) == 1);
+    let rx = blocked_call(primary.conn(), &["EMQ.WCLAIM", P, "60000", "BLOCK", "0"]);
+    wait_for("the worker waits", || blocked_clients(&mut p) == 1);
     cmd(&mut p, &["EMQ.ENQUEUE", P, "a", "1", "job"]);
     rx.recv_timeout(Duration::from_secs(5))
         .unwrap()
         .0
         .claim()
         .expect("served");
-    let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut p).unwrap();
-    let offset = info_text(&mut p, "replication", "master_repl_offset").unwrap();
-    wait_until("the replica", || {
-        info_text(&mut r, "replication", "slave_repl_offset").as_ref() == Some(&offset)
-    });
+    in_sync(&mut p, &mut r);
     assert_eq!(digest(&mut p), digest(&mut r));
     let leases: i64 = redis::cmd("ZCARD")
         .arg(format!("{P}leases"))
@@ -365,7 +308,7 @@ fn the_example_worker_drains_a_queue() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the worker waits", || blocked_clients(&mut c) == 1);
+    wait_for("the worker waits", || blocked_clients(&mut c) == 1);
     cmd(
         &mut c,
         &["EMQ.ENQUEUE", P, "acme", "1", "job-1", "2", "job-2", "3", "job-3"],

@@ -6,15 +6,6 @@ mod common;
 
 use common::*;
 
-fn ring(c: &mut redis::Connection, p: &str) -> Vec<String> {
-    redis::cmd("LRANGE")
-        .arg(format!("{p}gring"))
-        .arg(0)
-        .arg(-1)
-        .query(c)
-        .unwrap()
-}
-
 fn hget(c: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
     redis::cmd("HGET").arg(key).arg(field).query(c).unwrap()
 }

@@ -132,11 +132,7 @@ fn run_seed(c: &mut redis::Connection, twins: &Twins, tol: i64, seed: u64) -> us
 }
 
 fn run_seeds(seeds: std::ops::Range<u64>) -> usize {
-    let server = Server::start();
-    let mut c = server.conn();
-    let twins = Twins::load(&mut c);
-    let tol = server.clock_tolerance();
-    seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).sum()
+    over_seeds(seeds, run_seed)
 }
 
 #[test]

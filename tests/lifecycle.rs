@@ -7,15 +7,6 @@ mod common;
 use common::*;
 use std::collections::BTreeMap;
 
-fn ring(c: &mut redis::Connection, p: &str) -> Vec<String> {
-    redis::cmd("LRANGE")
-        .arg(format!("{p}gring"))
-        .arg(0)
-        .arg(-1)
-        .query(c)
-        .unwrap()
-}
-
 fn int(r: Reply) -> i64 {
     match r.value() {
         Value::Int(i) => *i,

@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::rng::Rng;
 use common::*;
@@ -15,37 +15,6 @@ fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> Option<S
     let info: String = redis::cmd("INFO").arg(section).query(c).expect("INFO");
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-}
-
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A replica of `primary`, caught up with it.
-fn replicate_into(replica: &Server, primary: &Server) -> redis::Connection {
-    let mut r = replica.conn();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port)
-        .query(&mut r)
-        .unwrap();
-    wait_for("the replica link", || {
-        info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
-    });
-    r
-}
-
-fn in_sync(p: &mut redis::Connection, r: &mut redis::Connection) {
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(p).unwrap();
-    assert_eq!(acked, 1, "the replica acknowledged");
-    let offset = info_field(p, "replication", "master_repl_offset").unwrap();
-    wait_for("the replica offset", || {
-        info_field(r, "replication", "slave_repl_offset").as_ref() == Some(&offset)
-    });
 }
 
 #[test]

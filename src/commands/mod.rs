@@ -28,11 +28,21 @@ pub unsafe fn run(
     argc: c_int,
     handler: Handler,
 ) -> c_int {
+    boundary(ctx, argv, argc, handler);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Runs `body`; an `Err` or a panic becomes an error reply and `None`.
+unsafe fn boundary<T>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    body: impl FnOnce(&Ctx, Argv) -> Result<T, Error>,
+) -> Option<T> {
     let ctx = Ctx::from_raw(ctx);
     let argv = Argv::from_raw(argv, argc);
-    let outcome = catch_unwind(AssertUnwindSafe(|| handler(&ctx, argv)));
-    let error = match outcome {
-        Ok(Ok(())) => return raw::REDISMODULE_OK as c_int,
+    let error = match catch_unwind(AssertUnwindSafe(|| body(&ctx, argv))) {
+        Ok(Ok(value)) => return Some(value),
         Ok(Err(e)) => e,
         Err(_) => Error::Internal,
     };
@@ -40,22 +50,7 @@ pub unsafe fn run(
         None => ctx.reply_wrong_arity(),
         Some(msg) => ctx.reply_error(&msg),
     }
-    raw::REDISMODULE_OK as c_int
-}
-
-/// Declares the `extern "C"` callback the server calls for a handler.
-#[macro_export]
-macro_rules! command_callback {
-    ($handler:path) => {{
-        extern "C" fn callback(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            unsafe { $crate::commands::run(ctx, argv, argc, $handler) }
-        }
-        Some(callback as unsafe extern "C" fn(_, _, _) -> _) as redis_module::raw::RedisModuleCmdFunc
-    }};
+    None
 }
 
 /// The callbacks of a claim waiting in BLOCK.
@@ -91,20 +86,10 @@ unsafe fn ready(
     argc: c_int,
     weighted: bool,
 ) -> c_int {
-    let ctx = Ctx::from_raw(ctx);
-    let argv = Argv::from_raw(argv, argc);
-    let outcome = catch_unwind(AssertUnwindSafe(|| claim::on_ready(&ctx, argv, weighted)));
-    let error = match outcome {
-        Ok(Ok(true)) => return raw::REDISMODULE_OK as c_int,
-        Ok(Ok(false)) => return raw::REDISMODULE_ERR as c_int,
-        Ok(Err(e)) => e,
-        Err(_) => Error::Internal,
-    };
-    match error.message_c() {
-        None => ctx.reply_wrong_arity(),
-        Some(msg) => ctx.reply_error(&msg),
+    match boundary(ctx, argv, argc, |ctx, argv| claim::on_ready(ctx, argv, weighted)) {
+        Some(false) => raw::REDISMODULE_ERR as c_int,
+        _ => raw::REDISMODULE_OK as c_int,
     }
-    raw::REDISMODULE_OK as c_int
 }
 
 /// The wait ran out (or `CLIENT UNBLOCK`): a null array, as `BLMOVE` gives.

@@ -746,3 +746,59 @@ pub fn drive(c: &mut redis::Connection, p: &str, rng: &mut rng::Rng, ops: usize)
         }
     }
 }
+
+/// Runs `run_seed(conn, twins, clock tolerance, seed)` for each seed on one
+/// server with the twins loaded; returns the sum of what the runs counted.
+pub fn over_seeds(
+    seeds: std::ops::Range<u64>,
+    run_seed: fn(&mut redis::Connection, &Twins, i64, u64) -> usize,
+) -> usize {
+    let server = Server::start();
+    let mut c = server.conn();
+    let twins = Twins::load(&mut c);
+    let tol = server.clock_tolerance();
+    seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).sum()
+}
+
+/// `LRANGE P gring 0 -1`.
+pub fn ring(c: &mut redis::Connection, p: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(format!("{p}gring"))
+        .arg(0)
+        .arg(-1)
+        .query(c)
+        .unwrap()
+}
+
+/// Polls `ok` every few ms for up to 20 s.
+pub fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Makes `replica` a replica of `primary` and waits for the link.
+pub fn replicate_into(replica: &Server, primary: &Server) -> redis::Connection {
+    let mut r = replica.conn();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port)
+        .query(&mut r)
+        .unwrap();
+    wait_for("the replica link", || {
+        info_text(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    r
+}
+
+/// Waits until the replica has applied everything the primary sent.
+pub fn in_sync(p: &mut redis::Connection, r: &mut redis::Connection) {
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(p).unwrap();
+    assert_eq!(acked, 1, "the replica acknowledged");
+    let offset = info_text(p, "replication", "master_repl_offset").unwrap();
+    wait_for("the replica offset", || {
+        info_text(r, "replication", "slave_repl_offset").as_ref() == Some(&offset)
+    });
+}
