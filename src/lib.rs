@@ -38,6 +38,14 @@ mod module {
         unsafe { crate::commands::run(ctx, argv, argc, COMMANDS[I].handler) }
     }
 
+    extern "C" fn debug_panic(
+        ctx: *mut raw::RedisModuleCtx,
+        argv: *mut *mut raw::RedisModuleString,
+        argc: c_int,
+    ) -> c_int {
+        unsafe { crate::commands::run(ctx, argv, argc, crate::commands::debug_panic) }
+    }
+
     type Callback = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
     const CALLBACKS: [Callback; 13] = [
         callback::<0>,
@@ -56,7 +64,7 @@ mod module {
     ];
     const _: () = assert!(CALLBACKS.len() == COMMANDS.len());
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
         if let Some(name) = crate::store::missing_api() {
             ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
             return Status::Err;
@@ -71,6 +79,30 @@ mod module {
                 ctx.log_warning(&format!("emq: could not register {}: {e}", doc.name));
                 return Status::Err;
             }
+        }
+        // A test hook, only with `loadmodule … debug-panic`: proves that a panic
+        // becomes an error reply and the server lives on.
+        if args
+            .iter()
+            .any(|a| a.as_slice().eq_ignore_ascii_case(b"debug-panic"))
+        {
+            let created = unsafe {
+                raw::RedisModule_CreateCommand.map(|create| {
+                    create(
+                        ctx.ctx,
+                        c"emq.debug-panic".as_ptr(),
+                        Some(debug_panic),
+                        c"readonly".as_ptr(),
+                        0,
+                        0,
+                        0,
+                    )
+                })
+            };
+            if created != Some(raw::REDISMODULE_OK as c_int) {
+                return Status::Err;
+            }
+            ctx.log_warning("emq: loaded with debug-panic: EMQ.DEBUG-PANIC panics on purpose");
         }
         unsafe {
             if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {

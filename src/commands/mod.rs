@@ -53,6 +53,12 @@ unsafe fn boundary<T>(
     None
 }
 
+/// `EMQ.DEBUG-PANIC`: panics, on purpose (registered only with the
+/// `debug-panic` load argument, for the test that the boundary holds).
+pub fn debug_panic(_: &Ctx, _: Argv) -> Result<(), Error> {
+    panic!("emq.debug-panic: a panic on purpose")
+}
+
 /// The callbacks of a claim waiting in BLOCK.
 pub fn blocked_claim_callbacks(weighted: bool) -> BlockCallbacks {
     BlockCallbacks {

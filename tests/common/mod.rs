@@ -65,6 +65,14 @@ impl Server {
         Server::launch(true, extra, None)
     }
 
+    /// A server with the module loaded with `module_args` (after its path).
+    pub fn start_module_args(module_args: &[&str]) -> Server {
+        let mut extra = vec!["--loadmodule".to_string(), module_path().display().to_string()];
+        extra.extend(module_args.iter().map(|a| a.to_string()));
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        Server::launch(false, &extra, None)
+    }
+
     /// A server without the module (a replica that needs none, say).
     pub fn start_plain(extra: &[&str]) -> Server {
         Server::launch(false, extra, None)
