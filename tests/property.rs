@@ -18,6 +18,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use common::invariants::{check_invariants, View};
 use common::rng::Rng;
 use common::*;
 
@@ -46,76 +47,6 @@ struct Run<'a> {
     fresh: usize,
     /// The native keyspace after the last operation.
     state: BTreeMap<Vec<u8>, Content>,
-}
-
-/// What the keyspace says, in terms the invariants use.
-struct View {
-    ring: Vec<String>,
-    pending: BTreeMap<String, Vec<(String, f64)>>,
-    leases: BTreeMap<String, f64>,
-    jlease: BTreeMap<String, String>,
-    active: BTreeMap<String, String>,
-    limit: BTreeMap<String, String>,
-    paused: BTreeSet<String>,
-}
-
-fn s(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-impl View {
-    fn of(snap: &BTreeMap<Vec<u8>, Content>) -> View {
-        let hash = |k: &[u8]| match snap.get(k) {
-            Some(Content::Hash(h)) => h.iter().map(|(f, v)| (s(f), s(v))).collect(),
-            None => BTreeMap::new(),
-            other => panic!("{} is {other:?}", s(k)),
-        };
-        let mut pending = BTreeMap::new();
-        for (k, v) in snap {
-            let key = s(k);
-            if let Some(lane) = key.strip_prefix("g:").and_then(|r| r.strip_suffix(":pending")) {
-                let Content::Zset(z) = v else {
-                    panic!("{key} is {v:?}")
-                };
-                pending.insert(lane.to_string(), z.iter().map(|(m, sc)| (s(m), *sc)).collect());
-            }
-        }
-        View {
-            ring: match snap.get(&b"gring"[..]) {
-                Some(Content::List(l)) => l.iter().map(|x| s(x)).collect(),
-                None => Vec::new(),
-                other => panic!("gring is {other:?}"),
-            },
-            pending,
-            leases: match snap.get(&b"leases"[..]) {
-                Some(Content::Zset(z)) => z.iter().map(|(m, sc)| (s(m), *sc)).collect(),
-                None => BTreeMap::new(),
-                other => panic!("leases is {other:?}"),
-            },
-            jlease: hash(b"jlease"),
-            active: hash(b"gactive"),
-            limit: hash(b"glimit"),
-            paused: match snap.get(&b"gpaused"[..]) {
-                Some(Content::Set(m)) => m.iter().map(|x| s(x)).collect(),
-                None => BTreeSet::new(),
-                other => panic!("gpaused is {other:?}"),
-            },
-        }
-    }
-
-    fn serviceable(&self, lane: &str) -> bool {
-        let depth = self.pending.get(lane).map_or(0, Vec::len);
-        let active: i64 = self.active.get(lane).map_or(0, |a| a.parse().unwrap());
-        let limit: Option<i64> = self.limit.get(lane).map(|l| l.parse().unwrap());
-        depth > 0 && !self.paused.contains(lane) && limit.is_none_or(|l| active < l)
-    }
-
-    fn pending_lane_of(&self, job: &str) -> Option<&str> {
-        self.pending
-            .iter()
-            .find(|(_, jobs)| jobs.iter().any(|(j, _)| j == job))
-            .map(|(l, _)| l.as_str())
-    }
 }
 
 impl Run<'_> {
@@ -353,79 +284,8 @@ impl Run<'_> {
         if let Some(d) = diff(&native, &lua, self.tol as f64) {
             panic!("{}: keyspaces diverge: {d}", self.ctx(desc));
         }
-        let v = View::of(&native);
-        let ctx = self.ctx(desc);
-        for (k, content) in &native {
-            let empty = match content {
-                Content::List(x) | Content::Set(x) => x.is_empty(),
-                Content::Zset(x) => x.is_empty(),
-                Content::Hash(x) => x.is_empty(),
-                Content::Str(_) => panic!("{ctx}: a string key {}", s(k)),
-            };
-            assert!(!empty, "{ctx}: empty key {}", s(k));
-        }
-        // The ring: exactly the serviceable lanes, each once.
-        let ringed: BTreeSet<&String> = v.ring.iter().collect();
-        assert_eq!(ringed.len(), v.ring.len(), "{ctx}: a lane twice in {:?}", v.ring);
-        let all_lanes: BTreeSet<&String> = v
-            .pending
-            .keys()
-            .chain(v.active.keys())
-            .chain(v.limit.keys())
-            .chain(v.paused.iter())
-            .chain(v.ring.iter())
-            .collect();
-        for lane in all_lanes {
-            assert_eq!(
-                v.serviceable(lane),
-                ringed.contains(lane),
-                "{ctx}: lane {lane} ring {:?}",
-                v.ring
-            );
-        }
-        // Leases: two entries per job, and gactive counts them per lane.
-        let leased: BTreeSet<&String> = v.leases.keys().collect();
-        let recorded: BTreeSet<&String> = v.jlease.keys().collect();
-        assert_eq!(leased, recorded, "{ctx}: leases vs jlease");
-        let mut per_lane = BTreeMap::<String, i64>::new();
-        for rec in v.jlease.values() {
-            let lane = rec.split_once(' ').expect("a record").1;
-            *per_lane.entry(lane.to_string()).or_default() += 1;
-        }
-        let active: BTreeMap<String, i64> = v
-            .active
-            .iter()
-            .map(|(l, a)| (l.clone(), a.parse().unwrap()))
-            .collect();
-        assert_eq!(active, per_lane, "{ctx}: gactive vs jlease");
-        // Conservation: every live job in exactly one place, nothing else anywhere.
-        let mut places = BTreeMap::<&String, usize>::new();
-        for jobs in v.pending.values() {
-            for (j, _) in jobs {
-                *places.entry(j).or_default() += 1;
-            }
-        }
-        for j in v.leases.keys() {
-            *places.entry(j).or_default() += 1;
-        }
-        for job in &self.alive {
-            assert_eq!(
-                places.get(job),
-                Some(&1),
-                "{ctx}: job {job} is in {:?} places",
-                places.get(job)
-            );
-        }
-        assert_eq!(
-            places.len(),
-            self.alive.len(),
-            "{ctx}: jobs that should not exist"
-        );
-        for (job, rec) in &v.jlease {
-            assert!(
-                v.pending_lane_of(job).is_none(),
-                "{ctx}: {job} leased and pending ({rec})"
-            );
+        if let Err(broken) = check_invariants(&native, &self.alive, &BTreeSet::new()) {
+            panic!("{}: {broken}", self.ctx(desc));
         }
         self.state = native;
     }

@@ -175,3 +175,197 @@ fn acl_key_patterns_apply_to_the_prefix() {
         "nothing written under the other prefix"
     );
 }
+
+/// What one client knows for sure after its part of a concurrent workload.
+#[derive(Default)]
+struct Ledger {
+    /// Jobs whose ENQUEUE was acknowledged as added.
+    added: std::collections::BTreeSet<String>,
+    /// Jobs whose ACK was acknowledged (by whichever client held the lease).
+    acked: std::collections::BTreeSet<String>,
+    /// Jobs of an ENQUEUE or ACK whose reply never came (the server died).
+    in_doubt: std::collections::BTreeSet<String>,
+    ops: usize,
+}
+
+/// A random mix of every command on queue `p`, until `ops` or the first
+/// failed call (a dead server).
+fn mixed_worker(mut c: redis::Connection, p: &str, id: usize, ops: usize, seed: u64) -> Ledger {
+    let mut rng = rng::Rng::new(seed);
+    let lanes = ["a", "b", "c", "d", "e"];
+    let mut ledger = Ledger::default();
+    let mut held: Vec<(i64, Vec<String>)> = Vec::new();
+    for n in 0..ops {
+        let lane = lanes[rng.below(5) as usize];
+        let roll = rng.below(20);
+        let (args, doubt): (Vec<String>, Vec<String>) = if roll < 6 {
+            let jobs = [format!("t{id}-{n}a"), format!("t{id}-{n}b")];
+            let mut a = vec!["EMQ.ENQUEUE".into(), p.into(), lane.into()];
+            for j in &jobs {
+                a.extend([rng.range(0, 100).to_string(), j.clone()]);
+            }
+            (a, jobs.to_vec())
+        } else if roll < 11 {
+            let lease = if rng.chance(1, 3) { "5" } else { "60000" };
+            (
+                vec![
+                    if roll < 8 { "EMQ.WCLAIM" } else { "EMQ.CLAIM" }.into(),
+                    p.into(),
+                    lease.into(),
+                ],
+                vec![],
+            )
+        } else if roll < 15 && !held.is_empty() {
+            let (token, mut jobs) = held.swap_remove(rng.below(held.len() as u64) as usize);
+            let job = jobs.pop().unwrap_or_default();
+            if !jobs.is_empty() {
+                held.push((token, jobs));
+            }
+            let verb = match rng.below(4) {
+                0 => "EMQ.NACK",
+                1 => "EMQ.EXTEND",
+                _ => "EMQ.ACK",
+            };
+            let mut a = vec![verb.to_string(), p.into(), token.to_string()];
+            if verb == "EMQ.EXTEND" {
+                a.push("60000".into());
+            }
+            a.push(job.clone());
+            let doubt = if verb == "EMQ.ACK" { vec![job] } else { vec![] };
+            (a, doubt)
+        } else {
+            let a: Vec<String> = match rng.below(6) {
+                0 => vec!["EMQ.REAP".into(), p.into()],
+                1 => vec![
+                    "EMQ.LIMIT".into(),
+                    p.into(),
+                    lane.into(),
+                    ["1", "2", "NONE"][rng.below(3) as usize].into(),
+                ],
+                2 => vec!["EMQ.PAUSE".into(), p.into(), lane.into()],
+                3 => vec!["EMQ.RESUME".into(), p.into(), lane.into()],
+                4 => vec![
+                    "EMQ.WEIGHT".into(),
+                    p.into(),
+                    lane.into(),
+                    rng.range(1, 4).to_string(),
+                ],
+                _ => vec![
+                    "EMQ.REASSIGN".into(),
+                    p.into(),
+                    format!("t{id}-{}a", rng.below(n as u64 + 1)),
+                    lane.into(),
+                    lanes[rng.below(5) as usize].into(),
+                ],
+            };
+            (a, vec![])
+        };
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut command = redis::cmd(argv[0]);
+        for a in &argv[1..] {
+            command.arg(*a);
+        }
+        let reply: Value = match command.query(&mut c) {
+            Ok(v) => v,
+            Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
+                ledger.in_doubt.extend(doubt);
+                return ledger;
+            }
+            Err(e) => panic!("{argv:?}: {e}"),
+        };
+        ledger.ops += 1;
+        match argv[0] {
+            "EMQ.ENQUEUE" => {
+                assert_eq!(reply, Value::Int(2), "fresh ids are always added");
+                ledger.added.extend(doubt);
+            }
+            "EMQ.ACK" if reply == Value::Int(1) => ledger.acked.extend(doubt),
+            "EMQ.WCLAIM" | "EMQ.CLAIM" => {
+                if let Value::Array(v) = reply {
+                    if let (Some(Value::Int(token)), true) = (v.get(1), v.len() > 2) {
+                        held.push((*token, v[2..].iter().map(text).collect()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    ledger
+}
+
+/// Jobs that must exist (added, not acked) and jobs that may (in doubt).
+fn expected(
+    ledgers: &[Ledger],
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+) {
+    let acked: std::collections::BTreeSet<&String> = ledgers.iter().flat_map(|l| &l.acked).collect();
+    let alive = ledgers
+        .iter()
+        .flat_map(|l| &l.added)
+        .filter(|j| !acked.contains(j))
+        .cloned()
+        .collect();
+    let maybe = ledgers.iter().flat_map(|l| &l.in_doubt).cloned().collect();
+    (alive, maybe)
+}
+
+#[test]
+fn eight_concurrent_clients_lose_nothing() {
+    let server = Server::start();
+    let p = "load{q}:";
+    let ledgers: Vec<Ledger> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|id| {
+                let c = server.conn();
+                s.spawn(move || mixed_worker(c, p, id, 1_500, 900 + id as u64))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ops: usize = ledgers.iter().map(|l| l.ops).sum();
+    assert_eq!(ops, 8 * 1_500);
+    let (alive, maybe) = expected(&ledgers);
+    assert!(maybe.is_empty());
+    let snap = snapshot(&mut server.conn(), p);
+    if let Err(broken) = common::invariants::check_invariants(&snap, &alive, &maybe) {
+        panic!("after {ops} concurrent operations: {broken}");
+    }
+    eprintln!(
+        "load: {ops} operations by 8 clients, {} jobs alive, conservation holds",
+        alive.len()
+    );
+}
+
+#[test]
+fn a_kill_9_loses_no_acknowledged_write() {
+    let server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let p = "crash{q}:";
+    let port = server.port;
+    let ledgers: Vec<Ledger> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|id| {
+                let c = server.conn();
+                s.spawn(move || mixed_worker(c, p, id, 1_000_000, 7_000 + id as u64))
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        server.kill9();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ops: usize = ledgers.iter().map(|l| l.ops).sum();
+    assert!(ops > 500, "the workload ran ({ops} operations) before the kill");
+    let server = server.restart(&["--appendonly", "yes"]);
+    assert_ne!(server.port, 0, "restarted (was on {port})");
+    let (alive, maybe) = expected(&ledgers);
+    let snap = snapshot(&mut server.conn(), p);
+    if let Err(broken) = common::invariants::check_invariants(&snap, &alive, &maybe) {
+        panic!("after kill -9 and an AOF restart ({ops} acknowledged operations): {broken}");
+    }
+    eprintln!(
+        "crash: {ops} acknowledged operations, {} jobs alive, {} in doubt, conservation holds",
+        alive.len(),
+        maybe.len()
+    );
+}

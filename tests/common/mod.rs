@@ -3,6 +3,7 @@
 //! loaded into it; keyspace snapshots to compare.
 #![allow(dead_code)]
 
+pub mod invariants;
 pub mod rng;
 
 use std::collections::BTreeMap;
@@ -184,6 +185,13 @@ impl Server {
             // commands between them took, on a loaded machine several ms.
             100
         }
+    }
+
+    /// `kill -9`: the server dies without a word (the data dir stays).
+    pub fn kill9(&self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.child.id().to_string()])
+            .status();
     }
 
     /// Whether the server process is still running.
