@@ -154,7 +154,8 @@ pub fn check_invariants(
         }
     }
     for (job, n) in &places {
-        if !alive.contains(*job) && !(maybe.contains(*job) && *n == 1) {
+        let allowed = alive.contains(*job) || (maybe.contains(*job) && *n == 1);
+        if !allowed {
             return Err(format!("job {job} should not exist (in {n} places)"));
         }
     }
