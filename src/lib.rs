@@ -14,6 +14,9 @@ pub mod state;
 pub mod stats;
 pub mod store;
 
+#[cfg(test)]
+mod fuzz;
+
 #[cfg(not(test))]
 mod info;
 
