@@ -4,7 +4,7 @@
 PORT ?= 6379
 MODULE := $(CURDIR)/target/release/libemq.so
 
-.PHONY: deps build run test unit lint bench criterion clean
+.PHONY: deps build run test unit lint bench criterion memcheck clean
 
 deps:
 	@scripts/deps.sh
@@ -40,6 +40,12 @@ bench: build
 # criterion: the pure scheduling logic and a live claim+nack round trip.
 criterion: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
+
+# The integration tests with the server under valgrind; fails on any
+# invalid access or definite leak in the module.
+memcheck: build
+	@command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind)
+	scripts/memcheck.sh
 
 unit:
 	cargo test --release --locked --lib

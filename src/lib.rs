@@ -165,6 +165,11 @@ mod module {
         true
     }
 
+    fn deinit(_ctx: &Context) -> Status {
+        crate::store::release_words();
+        Status::Ok
+    }
+
     /// Adds the `emq` ACL category where the server can (Valkey 8+, Redis 7.4+).
     fn add_acl_category(ctx: &Context) -> bool {
         let added = unsafe { raw::RedisModule_AddACLCategory.map(|add| add(ctx.ctx, c"emq".as_ptr())) };
@@ -334,5 +339,6 @@ mod module {
         allocator: (crate::alloc::ModuleAlloc, crate::alloc::ModuleAlloc),
         data_types: [],
         init: init,
+        deinit: deinit,
     }
 }

@@ -123,6 +123,16 @@ pub enum Word {
 const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
 static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
 
+/// Frees the constant words (at module unload).
+pub fn release_words() {
+    for slot in &WORDS {
+        let s = slot.swap(ptr::null_mut(), Ordering::Relaxed);
+        if !s.is_null() {
+            unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), s) };
+        }
+    }
+}
+
 /// The constant as an argument (created at load by [`detect_server`]).
 pub fn word(w: Word) -> Arg<'static> {
     Arg {

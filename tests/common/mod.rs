@@ -132,7 +132,7 @@ impl Server {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(10) * slow();
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
@@ -209,7 +209,7 @@ impl Drop for Server {
         if let Ok(mut c) = self.try_conn() {
             let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<Value>(&mut c);
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(5) * slow();
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 break;
@@ -222,6 +222,12 @@ impl Drop for Server {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// `EMQ_SLOW`: how many times longer to wait for a server to start and to
+/// stop (a server under valgrind is some 20x slower).
+fn slow() -> u32 {
+    std::env::var("EMQ_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 fn free_port() -> u16 {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# make memcheck: the integration tests with the server under
+# `valgrind --leak-check=full`, then a verdict on every valgrind report:
+# no invalid access, no uninitialised use and no definite leak whose stack
+# passes through the module (libemq.so). The timing-bound blocking tests and
+# the large property/differential runs are left out (valgrind is ~20x slower).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+server=$(scripts/servers.sh "${MEMCHECK_SERVER:-valkey9}")
+logs=$(mktemp -d /tmp/emq-memcheck.XXXXXX)
+printf '#!/bin/sh\nexec valgrind --leak-check=full --show-leak-kinds=definite --keep-debuginfo=yes --num-callers=40 --log-file=%s/vg.%%p.log "%s" "$@"\n' \
+  "$logs" "$server" > "$logs/server"
+chmod +x "$logs/server"
+status=0
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked \
+  --test claim --test lifecycle --test errors --test robustness -- --test-threads=2 || status=$?
+python3 scripts/memcheck-verdict.py "$logs" || status=$?
+exit "$status"
