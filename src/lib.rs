@@ -73,6 +73,9 @@ mod module {
             return Status::Err;
         }
         unsafe { crate::store::detect_server(ctx.ctx) };
+        // A panic (caught at the command boundary) is reported in the server's
+        // log, without a backtrace walk on the server's thread.
+        std::panic::set_hook(Box::new(|info| crate::store::log_warning(&format!("emq: panic: {info}"))));
         if !register_config(ctx) {
             return Status::Err;
         }
@@ -167,6 +170,8 @@ mod module {
 
     fn deinit(_ctx: &Context) -> Status {
         crate::store::release_words();
+        // Back to the default hook: ours must not outlive the unloaded module.
+        drop(std::panic::take_hook());
         Status::Ok
     }
 

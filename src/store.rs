@@ -123,6 +123,16 @@ pub enum Word {
 const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
 static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
 
+/// Writes a warning to the server's log (no context needed).
+pub fn log_warning(msg: &str) {
+    let text = std::ffi::CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    unsafe {
+        if let Some(log) = raw::RedisModule_Log {
+            log(ptr::null_mut(), c"warning".as_ptr(), c"%s".as_ptr(), text.as_ptr());
+        }
+    }
+}
+
 /// Frees the constant words (at module unload).
 pub fn release_words() {
     for slot in &WORDS {
