@@ -75,7 +75,9 @@ mod module {
         unsafe { crate::store::detect_server(ctx.ctx) };
         // A panic (caught at the command boundary) is reported in the server's
         // log, without a backtrace walk on the server's thread.
-        std::panic::set_hook(Box::new(|info| crate::store::log_warning(&format!("emq: panic: {info}"))));
+        std::panic::set_hook(Box::new(|info| {
+            crate::store::log_warning(&format!("emq: panic: {info}"))
+        }));
         if !register_config(ctx) {
             return Status::Err;
         }

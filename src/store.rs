@@ -128,7 +128,12 @@ pub fn log_warning(msg: &str) {
     let text = std::ffi::CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
     unsafe {
         if let Some(log) = raw::RedisModule_Log {
-            log(ptr::null_mut(), c"warning".as_ptr(), c"%s".as_ptr(), text.as_ptr());
+            log(
+                ptr::null_mut(),
+                c"warning".as_ptr(),
+                c"%s".as_ptr(),
+                text.as_ptr(),
+            );
         }
     }
 }

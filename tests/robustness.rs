@@ -20,7 +20,10 @@ fn a_panic_in_a_command_is_an_error_reply_and_the_server_lives_on() {
         );
     }
     assert!(server.alive(), "the server survived");
-    assert!(server.log().contains("emq: panic: "), "the panic is in the server's log");
+    assert!(
+        server.log().contains("emq: panic: "),
+        "the panic is in the server's log"
+    );
     assert_eq!(
         cmd(&mut c, &["PING"]),
         Reply::Ok(Value::SimpleString("PONG".into()))

@@ -227,7 +227,10 @@ impl Drop for Server {
 /// `EMQ_SLOW`: how many times longer to wait for a server to start and to
 /// stop (a server under valgrind is some 20x slower).
 fn slow() -> u32 {
-    std::env::var("EMQ_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+    std::env::var("EMQ_SLOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 fn free_port() -> u16 {
