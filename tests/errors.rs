@@ -367,78 +367,29 @@ fn lifecycle_bad_arguments() {
 #[test]
 fn lifecycle_wrong_types() {
     let mut b = Bench::new();
-    b.refused(
-        &string_at(healthy, "g:a:pending"),
-        "enqueue",
-        &[P, "a", "1", "j"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(healthy, "jlease"),
-        "enqueue",
-        &[P, "a", "1", "j"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(healthy, "gring"),
-        "enqueue",
-        &[P, "a", "1", "j"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(healthy, "gpaused"),
-        "enqueue",
-        &[P, "a", "1", "j"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(leased, "leases"),
-        "ack",
-        &[P, "5000", "ja"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(leased, "jlease"),
-        "nack",
-        &[P, "5000", "ja"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(leased, "gactive"),
-        "ack",
-        &[P, "5000", "ja"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(leased, "g:a:pending"),
-        "nack",
-        &[P, "5000", "ja"],
-        "WRONGTYPE",
-    );
-    b.refused(
-        &string_at(leased, "leases"),
-        "extend",
-        &[P, "5000", "100", "ja"],
-        "WRONGTYPE",
-    );
-    b.refused(&string_at(leased, "leases"), "reap", &[P], "WRONGTYPE");
-    b.refused(&string_at(leased, "gring"), "reap", &[P], "WRONGTYPE");
-    b.refused(
-        &string_at(healthy, "glimit"),
-        "limit",
-        &[P, "a", "2"],
-        "WRONGTYPE",
-    );
-    b.refused(&string_at(healthy, "gpaused"), "pause", &[P, "a"], "WRONGTYPE");
-    b.refused(&string_at(healthy, "gring"), "resume", &[P, "a"], "WRONGTYPE");
-    b.refused(
-        &string_at(healthy, "g:b:pending"),
-        "reassign",
-        &[P, "a1", "a", "b"],
-        "WRONGTYPE",
-    );
-    b.refused(&string_at(healthy, "gring"), "lane", &[P, "a"], "WRONGTYPE");
-    b.refused(&string_at(healthy, "gweight"), "lane", &[P, "a"], "WRONGTYPE");
+    // (state, the key made a string, command, arguments)
+    let cases: &[(fn(&mut redis::Connection), &'static str, &str, &[&str])] = &[
+        (healthy, "g:a:pending", "enqueue", &[P, "a", "1", "j"]),
+        (healthy, "jlease", "enqueue", &[P, "a", "1", "j"]),
+        (healthy, "gring", "enqueue", &[P, "a", "1", "j"]),
+        (healthy, "gpaused", "enqueue", &[P, "a", "1", "j"]),
+        (leased, "leases", "ack", &[P, "5000", "ja"]),
+        (leased, "jlease", "nack", &[P, "5000", "ja"]),
+        (leased, "gactive", "ack", &[P, "5000", "ja"]),
+        (leased, "g:a:pending", "nack", &[P, "5000", "ja"]),
+        (leased, "leases", "extend", &[P, "5000", "100", "ja"]),
+        (leased, "leases", "reap", &[P]),
+        (leased, "gring", "reap", &[P]),
+        (healthy, "glimit", "limit", &[P, "a", "2"]),
+        (healthy, "gpaused", "pause", &[P, "a"]),
+        (healthy, "gring", "resume", &[P, "a"]),
+        (healthy, "g:b:pending", "reassign", &[P, "a1", "a", "b"]),
+        (healthy, "gring", "lane", &[P, "a"]),
+        (healthy, "gweight", "lane", &[P, "a"]),
+    ];
+    for (state, key, name, args) in cases {
+        b.refused(&string_at(*state, key), name, args, "WRONGTYPE");
+    }
 }
 
 #[test]
