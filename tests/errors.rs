@@ -364,11 +364,18 @@ fn lifecycle_bad_arguments() {
     b.refused(&healthy, "lane", &[P, ""], "lane must not be empty");
 }
 
+/// (state, the key made a string, command, arguments)
+type WrongTypeCase = (
+    fn(&mut redis::Connection),
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
+
 #[test]
 fn lifecycle_wrong_types() {
     let mut b = Bench::new();
-    // (state, the key made a string, command, arguments)
-    let cases: &[(fn(&mut redis::Connection), &'static str, &str, &[&str])] = &[
+    let cases: &[WrongTypeCase] = &[
         (healthy, "g:a:pending", "enqueue", &[P, "a", "1", "j"]),
         (healthy, "jlease", "enqueue", &[P, "a", "1", "j"]),
         (healthy, "gring", "enqueue", &[P, "a", "1", "j"]),
