@@ -62,7 +62,6 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_ListPush,
         RedisModule_ListPop,
         RedisModule_ListGet,
-        RedisModule_ListDelete,
         RedisModule_ZsetAdd,
         RedisModule_ZsetRem,
         RedisModule_ZsetScore,
@@ -345,11 +344,6 @@ impl<'a> Argv<'a> {
             _life: std::marker::PhantomData,
         }
     }
-
-    /// Arguments `from..`, as raw pointers for replication.
-    fn tail(&self, from: usize) -> &'a [*mut raw::RedisModuleString] {
-        &self.args[from.min(self.args.len())..]
-    }
 }
 
 /// A key opened for reading. `None` from [`Ctx::open_read`] means missing.
@@ -473,10 +467,6 @@ impl WriteKey {
 
     pub fn list_pop_tail(&self) -> Option<RStr> {
         RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_TAIL) })
-    }
-
-    pub fn list_delete(&self, index: i64) -> bool {
-        unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) == raw::REDISMODULE_OK as c_int }
     }
 
     /// Adds or updates; with `nx` only adds. Returns whether it was added.
@@ -679,13 +669,6 @@ impl Ctx {
     /// command reach them wrapped in MULTI/EXEC, in call order.
     pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
         let raw_args: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
-        self.replicate_raw(cmd, &raw_args);
-    }
-
-    /// Replicates `cmd` followed by the command's own arguments from `from`.
-    pub fn replicate_argv_tail(&self, cmd: &CStr, head: &[Arg], argv: Argv, from: usize) {
-        let mut raw_args: Vec<*mut raw::RedisModuleString> = head.iter().map(|a| a.ptr).collect();
-        raw_args.extend_from_slice(argv.tail(from));
         self.replicate_raw(cmd, &raw_args);
     }
 
