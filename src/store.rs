@@ -547,6 +547,12 @@ impl Ctx {
         self.open_read(name).map_or(Kind::Empty, |k| k.kind())
     }
 
+    /// The length of a key already known to be of the right type (0 when
+    /// missing), without keeping it open: for re-reads after a write.
+    pub fn len_of(&self, name: &RStr) -> u64 {
+        self.open_read(name).map_or(0, |k| k.len() as u64)
+    }
+
     fn flags(&self) -> c_int {
         unsafe { api!(RedisModule_GetContextFlags)(self.ptr) }
     }

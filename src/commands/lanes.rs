@@ -124,7 +124,7 @@ pub fn reassign(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     ctx.replicate(c"ZREM", &[from_key.as_arg(), job]);
     ctx.replicate(c"ZADD", &[to_key.as_arg(), mint_text.as_arg(), job]);
     for (lane, key, before) in [(from, &from_key, before_from), (to, &to_key, before_to)] {
-        let depth = ctx.open_read(key).map_or(0, |k| k.len() as u64);
+        let depth = ctx.len_of(key);
         q.follow(lane, ring_change(&before, &Lane { depth, ..before }));
     }
     ctx.reply_i64(1);

@@ -356,7 +356,7 @@ fn release(
         q.set_active(&active_key, l.arg.as_arg(), active);
         let after = Lane {
             // Re-read, not predicted: a restored job may already have been pending.
-            depth: ctx.open_read(&pending_key).map_or(0, |k| k.len() as u64),
+            depth: ctx.len_of(&pending_key),
             active,
             ..l.before
         };
