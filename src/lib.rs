@@ -72,7 +72,10 @@ mod module {
             ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
             return Status::Err;
         }
-        unsafe { crate::store::detect_server(ctx.ctx) };
+        unsafe {
+            crate::store::detect_server(ctx.ctx);
+            crate::store::set_module_options(ctx.ctx);
+        }
         // A panic (caught at the command boundary) is reported in the server's
         // log, without a backtrace walk on the server's thread.
         std::panic::set_hook(Box::new(|info| {

@@ -67,7 +67,7 @@ impl<'a> Queue<'a> {
             RingChange::Join => {
                 let list = self.ctx.open_write(&ring);
                 list.list_push_tail(lane);
-                self.ctx.notify(&list, &ring, Class::List, c"rpush");
+                self.ctx.notify(&list, Class::List, c"rpush");
                 drop(list);
                 // Wake the claims blocked on this ring (RM_ListPush does not).
                 self.ctx.signal_ready(&ring);
@@ -88,12 +88,12 @@ impl<'a> Queue<'a> {
         if active > 0 {
             let v = self.ctx.string_from_i64(active);
             hash.hash_set(lane, v.as_arg());
-            self.ctx.notify(&hash, active_key, Class::Hash, c"hincrby");
+            self.ctx.notify(&hash, Class::Hash, c"hincrby");
             self.ctx
                 .replicate(c"HSET", &[active_key.as_arg(), lane, v.as_arg()]);
         } else {
             hash.hash_del(lane);
-            self.ctx.notify(&hash, active_key, Class::Hash, c"hdel");
+            self.ctx.notify(&hash, Class::Hash, c"hdel");
             self.ctx.replicate(c"HDEL", &[active_key.as_arg(), lane]);
         }
     }
@@ -103,15 +103,25 @@ impl<'a> Queue<'a> {
 /// `WRONGTYPE` when the key is not a hash; an error naming the key and the
 /// field when the value is not an integer.
 pub fn stored_int(ctx: &Ctx, key: &RStr, field: Arg, what: &'static str) -> Result<Option<i64>, Error> {
-    let Some(hash) = ctx.open_read(key) else {
-        return Ok(None);
-    };
+    match ctx.open_read(key) {
+        None => Ok(None),
+        Some(hash) => int_field(&hash, key, field, what),
+    }
+}
+
+/// [`stored_int`] on a key already open (`name` is its name, for errors).
+pub fn int_field(
+    hash: &impl KeyRead,
+    name: &RStr,
+    field: Arg,
+    what: &'static str,
+) -> Result<Option<i64>, Error> {
     hash.kind().expect(Kind::Hash)?;
     match hash.hash_get(field) {
         None => Ok(None),
         Some(v) => parse_i64(v.bytes())
             .map(Some)
-            .ok_or_else(|| Error::bad_stored(what, field.bytes(), key.bytes(), INTEGER)),
+            .ok_or_else(|| Error::bad_stored(what, field.bytes(), name.bytes(), INTEGER)),
     }
 }
 

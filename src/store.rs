@@ -3,13 +3,15 @@
 //! slices and these handles; nothing above it sees a raw pointer.
 //!
 //! Two rules of the key API shape this file:
-//! - a key opened for writing is reported modified (WATCH, tracking) when it
-//!   is closed, so commands read through [`ReadKey`] and open [`WriteKey`]s
-//!   only for keys they are about to write;
-//! - a read handle caches the key's value, so every read handle is dropped
-//!   before the first write (the borrow of [`Ctx`] does not enforce this; the
-//!   commands' two-phase shape does).
+//! - the module loads with `NO_IMPLICIT_SIGNAL_MODIFIED`: a [`WriteKey`]
+//!   reports its key modified (WATCH, tracking) when it is closed only if it
+//!   was written, so a command may open a key for writing, read it, and
+//!   decide not to write it;
+//! - a handle caches the key's value, so no key is open twice at once and
+//!   every read handle of a key is dropped before that key is written (the
+//!   borrow of [`Ctx`] does not enforce this; the commands' shape does).
 
+use std::cell::Cell;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
@@ -90,6 +92,9 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_ReplyWithMap,
         RedisModule_WrongArity,
         RedisModule_Replicate,
+        RedisModule_ReplicateVerbatim,
+        RedisModule_SignalModifiedKey,
+        RedisModule_SetModuleOptions,
         RedisModule_GetContextFlags,
         RedisModule_NotifyKeyspaceEvent,
         RedisModule_BlockClientOnKeys,
@@ -170,6 +175,16 @@ pub unsafe fn detect_server(ctx: *mut raw::RedisModuleCtx) {
     // 0x00MMmmpp; Valkey reports a Redis-compatible 7.2.4.
     let version = unsafe { raw::RedisModule_GetServerVersion.map_or(0, |f| f()) };
     SCORES_AS_17G.store(version != 0 && version < 0x0007_0200, Ordering::Relaxed);
+}
+
+/// Module options: the module signals a key modified itself, and only when
+/// it wrote the key (see [`WriteKey`]).
+///
+/// # Safety
+/// `ctx` must be the context `RedisModule_OnLoad` received.
+pub unsafe fn set_module_options(ctx: *mut raw::RedisModuleCtx) {
+    let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    unsafe { api!(RedisModule_SetModuleOptions)(ctx, options) };
 }
 
 /// The common case of a mint (an integer well inside 2^53) printed without a
@@ -351,9 +366,13 @@ pub struct ReadKey {
     ptr: *mut raw::RedisModuleKey,
 }
 
-/// A key opened for writing: closing it signals the key modified.
-pub struct WriteKey {
+/// A key opened for writing: closing it signals the key modified when one
+/// of its writing methods ran.
+pub struct WriteKey<'a> {
     ptr: *mut raw::RedisModuleKey,
+    ctx: *mut raw::RedisModuleCtx,
+    name: &'a RStr,
+    written: Cell<bool>,
 }
 
 impl Drop for ReadKey {
@@ -362,9 +381,14 @@ impl Drop for ReadKey {
     }
 }
 
-impl Drop for WriteKey {
+impl Drop for WriteKey<'_> {
     fn drop(&mut self) {
-        unsafe { api!(RedisModule_CloseKey)(self.ptr) }
+        unsafe {
+            if self.written.get() {
+                api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.ptr);
+            }
+            api!(RedisModule_CloseKey)(self.ptr)
+        }
     }
 }
 
@@ -450,45 +474,67 @@ impl KeyRead for ReadKey {
     }
 }
 
-impl KeyRead for WriteKey {
+impl KeyRead for WriteKey<'_> {
     fn raw(&self) -> *mut raw::RedisModuleKey {
         self.ptr
     }
 }
 
-impl WriteKey {
+impl WriteKey<'_> {
+    /// The key's name, as an argument (for replication).
+    pub fn name(&self) -> Arg<'_> {
+        self.name.as_arg()
+    }
+
+    fn wrote(&self) {
+        self.written.set(true);
+    }
+
+    /// Reports the key modified on close without changing it (a rotation
+    /// of a one-element list).
+    pub fn touch(&self) {
+        self.wrote();
+    }
+
     pub fn list_push_tail(&self, value: Arg) {
+        self.wrote();
         unsafe { api!(RedisModule_ListPush)(self.ptr, LIST_TAIL, value.ptr) };
     }
 
     pub fn list_pop_head(&self) -> Option<RStr> {
+        self.wrote();
         RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_HEAD) })
     }
 
     pub fn list_pop_tail(&self) -> Option<RStr> {
+        self.wrote();
         RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_TAIL) })
     }
 
     /// Adds or updates; with `nx` only adds. Returns whether it was added.
     pub fn zset_add(&self, score: f64, member: Arg, nx: bool) -> bool {
+        self.wrote();
         let mut flags: c_int = if nx { 1 << 1 } else { 0 };
         unsafe { api!(RedisModule_ZsetAdd)(self.ptr, score, member.ptr, &mut flags) };
         flags & (1 << 2) != 0
     }
 
     pub fn zset_rem(&self, member: Arg) -> bool {
+        self.wrote();
         let mut deleted: c_int = 0;
         unsafe { api!(RedisModule_ZsetRem)(self.ptr, member.ptr, &mut deleted) };
         deleted != 0
     }
 
     pub fn hash_set(&self, field: Arg, value: Arg) {
+        self.wrote();
         unsafe {
             api!(RedisModule_HashSet)(self.ptr, 0, field.ptr, value.ptr, ptr::null_mut::<c_char>());
         }
     }
 
     pub fn hash_del(&self, field: Arg) {
+        self.wrote();
         unsafe {
             api!(RedisModule_HashSet)(self.ptr, 0, field.ptr, HASH_DELETE, ptr::null_mut::<c_char>());
         }
@@ -537,9 +583,14 @@ impl Ctx {
         }
     }
 
-    pub fn open_write(&self, name: &RStr) -> WriteKey {
+    pub fn open_write<'a>(&self, name: &'a RStr) -> WriteKey<'a> {
         let ptr = unsafe { api!(RedisModule_OpenKey)(self.ptr, name.ptr, READ | WRITE) };
-        WriteKey { ptr: ptr.cast() }
+        WriteKey {
+            ptr: ptr.cast(),
+            ctx: self.ptr,
+            name,
+            written: Cell::new(false),
+        }
     }
 
     /// The type of a key, without keeping it open.
@@ -611,10 +662,10 @@ impl Ctx {
 
     /// Fires `event` on `name`, and `del` when the write emptied the key (the
     /// server deletes emptied aggregates), as core commands do.
-    pub fn notify(&self, key: &WriteKey, name: &RStr, class: Class, event: &CStr) {
-        self.notify_event(class, event, name);
+    pub fn notify(&self, key: &WriteKey, class: Class, event: &CStr) {
+        self.notify_event(class, event, key.name);
         if key.kind() == Kind::Empty {
-            self.notify_event(Class::Generic, c"del", name);
+            self.notify_event(Class::Generic, c"del", key.name);
         }
     }
 

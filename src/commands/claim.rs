@@ -20,7 +20,7 @@ use crate::state;
 use crate::stats;
 use std::io::Write as _;
 
-use crate::store::{self, Argv, Class, Ctx, KeyRead, Kind, RStr, Word};
+use crate::store::{self, Argv, Class, Ctx, KeyRead, Kind, RStr, Word, WriteKey};
 
 /// `EMQ.CLAIM P lease [BLOCK ms]`: plain rotation, the weight taken as 1.
 pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
@@ -109,23 +109,22 @@ pub fn on_ready(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<bool, Error> {
 
 /// One turn. Replies only when it serves.
 fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome, Error> {
-    // ---- read phase: every read handle is closed before the first write ----
+    // ---- read phase: each key opened once; the ones that may be written
+    // are opened for writing (signalled modified only if written) ----
     let ring_name = ctx.string(&keys::key(prefix, keys::RING));
-    let (lane_name, ring_len) = {
-        let Some(ring) = ctx.open_read(&ring_name) else {
-            return Ok(Outcome::Empty);
-        };
-        ring.kind().expect(Kind::List)?;
-        match ring.list_get(0) {
-            Some(head) => (head, ring.len()),
-            None => return Ok(Outcome::Empty),
-        }
+    let ring = ctx.open_write(&ring_name);
+    ring.kind().expect(Kind::List)?;
+    let Some(lane_name) = ring.list_get(0) else {
+        return Ok(Outcome::Empty);
     };
+    let ring_len = ring.len();
     let lane = lane_name.bytes();
     let pending_name = ctx.string(&keys::pending(prefix, lane));
-    let depth = state::zset_len(ctx, &pending_name)?;
+    let pending = ctx.open_write(&pending_name);
+    pending.kind().expect(Kind::Zset)?;
+    let depth = pending.len() as u64;
     if depth == 0 {
-        return drop_head(ctx, &ring_name);
+        return Ok(drop_head(ctx, &ring));
     }
     let weight = if weighted {
         let weight_name = ctx.string(&keys::key(prefix, keys::WEIGHT));
@@ -138,8 +137,14 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
     let limit_name = ctx.string(&keys::key(prefix, keys::LIMIT));
     let limit = state::stored_int(ctx, &limit_name, lane_name.as_arg(), "limit of lane")?;
     let active_name = ctx.string(&keys::key(prefix, keys::ACTIVE));
-    let active =
-        state::stored_int(ctx, &active_name, lane_name.as_arg(), "active count of lane")?.unwrap_or(0);
+    let active_hash = ctx.open_write(&active_name);
+    let active = state::int_field(
+        &active_hash,
+        &active_name,
+        lane_name.as_arg(),
+        "active count of lane",
+    )?
+    .unwrap_or(0);
     let before = Lane {
         depth,
         active,
@@ -147,7 +152,7 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
         paused: false,
     };
     let (k, leaves_ring) = match schedule::claim_turn(weight, &before) {
-        Turn::Drop => return drop_head(ctx, &ring_name),
+        Turn::Drop => return Ok(drop_head(ctx, &ring)),
         Turn::Serve { k, leaves_ring } => (k, leaves_ring),
     };
     let new_active = active.checked_add(k).ok_or_else(|| Error::Overflow {
@@ -156,36 +161,36 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
         key: active_name.bytes().to_vec(),
     })?;
     let leases_name = ctx.string(&keys::key(prefix, keys::LEASES));
+    let leases = ctx.open_write(&leases_name);
+    leases.kind().expect(Kind::Zset)?;
     let jlease_name = ctx.string(&keys::key(prefix, keys::JLEASE));
-    state::expect_kind(ctx, &leases_name, Kind::Zset)?;
-    state::expect_kind(ctx, &jlease_name, Kind::Hash)?;
+    let jlease = ctx.open_write(&jlease_name);
+    jlease.kind().expect(Kind::Hash)?;
     let deadline = ctx.now_ms() + lease;
 
     // ---- write phase: nothing below can fail ----
-    let ring = ctx.open_write(&ring_name);
     if ring_len > 1 {
-        // A one-element ring is left alone: popping it would delete the key.
         if let Some(head) = ring.list_pop_head() {
             ring.list_push_tail(head.as_arg());
         }
-        // What LMOVE with source = destination fires.
-        ctx.notify(&ring, &ring_name, Class::List, c"lpop");
-        ctx.notify(&ring, &ring_name, Class::List, c"rpush");
         let (left, right) = (store::word(Word::Left), store::word(Word::Right));
         ctx.replicate(c"LMOVE", &[ring_name.as_arg(), ring_name.as_arg(), left, right]);
+    } else {
+        // A one-element ring is left as it is (popping it would delete the
+        // key), but it was rotated, as LMOVE would: WATCH sees it.
+        ring.touch();
     }
+    // What LMOVE with source = destination fires.
+    ctx.notify(&ring, Class::List, c"lpop");
+    ctx.notify(&ring, Class::List, c"rpush");
 
-    let pending = ctx.open_write(&pending_name);
     let jobs = pending.zset_head(k as usize);
     for (job, _) in &jobs {
         pending.zset_rem(job.as_arg());
     }
-    ctx.notify(&pending, &pending_name, Class::Zset, c"zpopmin");
-    drop(pending);
+    ctx.notify(&pending, Class::Zset, c"zpopmin");
 
     let deadline_str = ctx.string_from_i64(deadline);
-    let leases = ctx.open_write(&leases_name);
-    let jlease = ctx.open_write(&jlease_name);
     let mut records: Vec<RStr> = Vec::with_capacity(jobs.len());
     for (job, mint) in &jobs {
         leases.zset_add(deadline as f64, job.as_arg(), false);
@@ -193,21 +198,17 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
         jlease.hash_set(job.as_arg(), record.as_arg());
         records.push(record);
     }
-    ctx.notify(&leases, &leases_name, Class::Zset, c"zadd");
-    ctx.notify(&jlease, &jlease_name, Class::Hash, c"hset");
-    drop((leases, jlease));
+    ctx.notify(&leases, Class::Zset, c"zadd");
+    ctx.notify(&jlease, Class::Hash, c"hset");
 
     let new_active_str = ctx.string_from_i64(new_active);
-    let active = ctx.open_write(&active_name);
-    active.hash_set(lane_name.as_arg(), new_active_str.as_arg());
-    ctx.notify(&active, &active_name, Class::Hash, c"hincrby");
-    drop(active);
+    active_hash.hash_set(lane_name.as_arg(), new_active_str.as_arg());
+    ctx.notify(&active_hash, Class::Hash, c"hincrby");
     if leaves_ring {
         // The lane was just rotated to the tail: removing it is O(1).
         ring.list_pop_tail();
-        ctx.notify(&ring, &ring_name, Class::List, c"lrem");
+        ctx.notify(&ring, Class::List, c"lrem");
     }
-    drop(ring);
 
     // ---- replication: the effects, with the deadline as a value ----
     let mut zrem = vec![pending_name.as_arg()];
@@ -244,13 +245,11 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
 
 /// The head lane cannot be served: it leaves the ring, nothing is served.
 /// (The seed rotates it to the tail and `LREM`s it: the same as a head pop.)
-fn drop_head(ctx: &Ctx, ring_name: &RStr) -> Result<Outcome, Error> {
-    let ring = ctx.open_write(ring_name);
+fn drop_head(ctx: &Ctx, ring: &WriteKey) -> Outcome {
     ring.list_pop_head();
-    ctx.notify(&ring, ring_name, Class::List, c"lrem");
-    drop(ring);
-    ctx.replicate(c"LPOP", &[ring_name.as_arg()]);
-    Ok(Outcome::Dropped)
+    ctx.notify(ring, Class::List, c"lrem");
+    ctx.replicate(c"LPOP", &[ring.name()]);
+    Outcome::Dropped
 }
 
 /// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted

@@ -21,7 +21,7 @@ pub fn weight(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
 
     let hash = ctx.open_write(&weight_key);
     hash.hash_set(lane, weight);
-    ctx.notify(&hash, &weight_key, Class::Hash, c"hset");
+    ctx.notify(&hash, Class::Hash, c"hset");
     drop(hash);
     ctx.replicate(c"HSET", &[weight_key.as_arg(), lane, weight]);
     ctx.reply_ok();
@@ -45,12 +45,12 @@ pub fn limit(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     match limit {
         Some(_) => {
             hash.hash_set(lane, arg);
-            ctx.notify(&hash, &limit_key, Class::Hash, c"hset");
+            ctx.notify(&hash, Class::Hash, c"hset");
             ctx.replicate(c"HSET", &[limit_key.as_arg(), lane, arg]);
         }
         None => {
             hash.hash_del(lane);
-            ctx.notify(&hash, &limit_key, Class::Hash, c"hdel");
+            ctx.notify(&hash, Class::Hash, c"hdel");
             ctx.replicate(c"HDEL", &[limit_key.as_arg(), lane]);
         }
     }
@@ -114,11 +114,11 @@ pub fn reassign(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     let to_key = q.pending(to.bytes());
     let from_zset = ctx.open_write(&from_key);
     from_zset.zset_rem(job);
-    ctx.notify(&from_zset, &from_key, Class::Zset, c"zrem");
+    ctx.notify(&from_zset, Class::Zset, c"zrem");
     drop(from_zset);
     let to_zset = ctx.open_write(&to_key);
     to_zset.zset_add(mint, job, false);
-    ctx.notify(&to_zset, &to_key, Class::Zset, c"zadd");
+    ctx.notify(&to_zset, Class::Zset, c"zadd");
     drop(to_zset);
     let mint_text = ctx.format_score(mint);
     ctx.replicate(c"ZREM", &[from_key.as_arg(), job]);

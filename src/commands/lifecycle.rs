@@ -64,7 +64,7 @@ pub fn enqueue(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
         }
     }
     if added > 0 {
-        ctx.notify(&pending, &pending_key, Class::Zset, c"zadd");
+        ctx.notify(&pending, Class::Zset, c"zadd");
     }
     drop(pending);
     if added > 0 {
@@ -154,7 +154,7 @@ pub fn extend(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
             leases.zset_add(deadline as f64, *job, false);
             zadd.extend([deadline_str.as_arg(), *job]);
         }
-        ctx.notify(&leases, &leases_key, Class::Zset, c"zadd");
+        ctx.notify(&leases, Class::Zset, c"zadd");
         drop(leases);
         ctx.replicate(c"ZADD", &zadd);
     }
@@ -311,7 +311,7 @@ fn release(
             leases.zset_rem(r.job);
             zrem.push(r.job);
         }
-        ctx.notify(&leases, leases_key, Class::Zset, c"zrem");
+        ctx.notify(&leases, Class::Zset, c"zrem");
     }
     if items.iter().any(|r| r.record.is_some()) {
         let jlease = ctx.open_write(jlease_key);
@@ -319,7 +319,7 @@ fn release(
             jlease.hash_del(r.job);
             hdel.push(r.job);
         }
-        ctx.notify(&jlease, jlease_key, Class::Hash, c"hdel");
+        ctx.notify(&jlease, Class::Hash, c"hdel");
     }
     ctx.replicate(c"ZREM", &zrem);
     if hdel.len() > 1 {
@@ -349,7 +349,7 @@ fn release(
                     zadd.extend([text.as_arg(), job]);
                 }
             }
-            ctx.notify(&pending, &pending_key, Class::Zset, c"zadd");
+            ctx.notify(&pending, Class::Zset, c"zadd");
             drop(pending);
             ctx.replicate(c"ZADD", &zadd);
         }
