@@ -172,7 +172,7 @@ impl Bench {
     }
 
     /// ENQUEUE → WCLAIM → ACK of one job at a time over 100 lanes.
-    fn cycle(&mut self, jobs: usize) -> Row {
+    fn cycle(&mut self, name: &str, jobs: usize) -> Row {
         let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
         let (mut native, mut lua) = (Tally::default(), Tally::default());
         let mut serial = 0;
@@ -227,7 +227,7 @@ impl Bench {
             }
         }
         Row {
-            name: "cycle ENQUEUE→WCLAIM→ACK (per job)".into(),
+            name: name.into(),
             native,
             lua,
             floor: None,
@@ -505,10 +505,23 @@ fn lanes(
     send(c, &cmds);
 }
 
-/// `EMQ_BENCH_ONLY=<part of a scenario name>` runs the matching scenarios;
+fn set_config(c: &mut redis::Connection, name: &str, value: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(c)
+        .unwrap();
+}
+
+/// `EMQ_BENCH_ONLY=<part of a scenario name>` (or `=<the whole name>`) runs
+/// the matching scenarios;
 /// `EMQ_BENCH_NATIVE_ONLY=1` skips the Lua blocks (for profiling).
 fn selected(name: &str) -> bool {
-    std::env::var("EMQ_BENCH_ONLY").map_or(true, |only| name.contains(&only))
+    std::env::var("EMQ_BENCH_ONLY").map_or(true, |only| match only.strip_prefix('=') {
+        Some(exact) => name == exact,
+        None => name.contains(&only),
+    })
 }
 
 fn native_only() -> bool {
@@ -541,26 +554,16 @@ fn main() {
         row.floor = Some(bench.core_floor(k, calls / ROUNDS, depth));
         rows.push(row);
     }
-    if selected("AOF") {
+    if selected("WCLAIM K=1, 100 lanes, AOF on") {
         // The same K=1 turns with the AOF on: the replication stream is built and written.
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("appendonly")
-            .arg("yes")
-            .query(&mut bench.c)
-            .unwrap();
+        set_config(&mut bench.c, "appendonly", "yes");
         std::thread::sleep(Duration::from_millis(500));
         rows.push(
             bench.claims("WCLAIM K=1, 100 lanes, AOF on", true, 16_000, &|c, p| {
                 lanes(c, p, 100, 161, 1, None)
             }),
         );
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("appendonly")
-            .arg("no")
-            .query(&mut bench.c)
-            .unwrap();
+        set_config(&mut bench.c, "appendonly", "no");
     }
     if selected("CLAIM, 100 lanes") {
         rows.push(bench.claims("CLAIM, 100 lanes", false, 16_000, &|c, p| {
@@ -579,12 +582,44 @@ fn main() {
             lanes(c, p, 100_000, 2, 1, None)
         }));
     }
-    if selected("cycle") {
-        rows.push(bench.cycle(16_000));
+    if selected("cycle ENQUEUE→WCLAIM→ACK") {
+        rows.push(bench.cycle("cycle ENQUEUE→WCLAIM→ACK", 16_000));
     }
     if selected("REAP") {
         rows.push(bench.reap(10_000));
     }
+
+    // The same scenarios with `emq.replicate command`: a claim replicates as
+    // one EMQ.TURN, ENQUEUE and ACK as themselves (replicas need the module).
+    const COMMAND: &str = ", emq.replicate command";
+    set_config(&mut bench.c, "emq.replicate", "command");
+    for k in [1usize, 8, 64] {
+        let name = format!("WCLAIM K={k}, 100 lanes{COMMAND}");
+        if !selected(&name) {
+            continue;
+        }
+        let calls = if k == 64 { 2_000 } else { 16_000 };
+        let depth = calls * k / 100 + k;
+        let mut row = bench.claims(&name, true, calls, &|c, p| lanes(c, p, 100, depth, k, None));
+        row.floor = Some(bench.core_floor(k, calls / ROUNDS, depth));
+        rows.push(row);
+    }
+    let name = format!("WCLAIM K=1, 100 lanes, AOF on{COMMAND}");
+    if selected(&name) {
+        set_config(&mut bench.c, "appendonly", "yes");
+        std::thread::sleep(Duration::from_millis(500));
+        rows.push(bench.claims(&name, true, 16_000, &|c, p| lanes(c, p, 100, 161, 1, None)));
+        set_config(&mut bench.c, "appendonly", "no");
+    }
+    let name = format!("CLAIM, 100 lanes{COMMAND}");
+    if selected(&name) {
+        rows.push(bench.claims(&name, false, 16_000, &|c, p| lanes(c, p, 100, 200, 1, None)));
+    }
+    let name = format!("cycle ENQUEUE→WCLAIM→ACK{COMMAND}");
+    if selected(&name) {
+        rows.push(bench.cycle(&name, 16_000));
+    }
+    set_config(&mut bench.c, "emq.replicate", "effects");
 
     let mut waits = Vec::new();
     if selected("workers") {

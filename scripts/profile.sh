@@ -3,7 +3,7 @@
 # against a Valkey 9.1 under `valgrind --tool=callgrind`, collecting only
 # inside the module's command callbacks, and prints the inclusive profile.
 #   scripts/profile.sh [scenario [function]]
-#   scenario: a part of a bench scenario's name (default "WCLAIM K=1, 100 lanes");
+#   scenario: a bench scenario's whole name (default "WCLAIM K=1, 100 lanes");
 #   function: where collection starts (default emq::commands::claim::wclaim).
 # Instructions are deterministic: compare two builds by their totals per call.
 set -euo pipefail
@@ -16,7 +16,7 @@ real="$(scripts/servers.sh valkey9)"
 printf '#!/bin/sh\nexec valgrind --tool=callgrind --collect-atstart=no --compress-strings=no --toggle-collect="%s" --callgrind-out-file=%s/cg.%%p "%s" "$@"\n' \
   "$function" "$out" "$real" >"$out/server"
 chmod +x "$out/server"
-EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="$only" EMQ_BENCH_NATIVE_ONLY=1 \
+EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=1 \
   cargo bench --locked --bench report >"$out/bench.txt"
 grep -A3 "^scenario\|^-" "$out/bench.txt" | head -8 || true
 file="$(ls "$out"/cg.* | head -1)"

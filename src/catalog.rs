@@ -57,6 +57,13 @@ pub struct CommandDoc {
     pub args: &'static [ArgDoc],
     /// Whether the command only reads (its key spec is RO, else RW).
     pub readonly: bool,
+    /// Whether its effects follow from the keyspace and its arguments alone
+    /// (no clock, no config): with `emq.replicate command` it is replicated
+    /// as itself.
+    pub deterministic: bool,
+    /// Only for the replication stream and AOF loading: outside the `emq`
+    /// ACL category.
+    pub internal: bool,
 }
 
 pub const SINCE: &str = "0.1.0";
@@ -95,6 +102,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(log N) where N is the number of the lane's pending jobs.",
         args: &[PREFIX, LEASE, BLOCK],
         readonly: false,
+        deterministic: false,
+        internal: false,
     },
     CommandDoc {
         name: "emq.wclaim",
@@ -105,6 +114,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(K log N) where N is the number of the lane's pending jobs.",
         args: &[PREFIX, LEASE, BLOCK],
         readonly: false,
+        deterministic: false,
+        internal: false,
     },
     CommandDoc {
         name: "emq.weight",
@@ -115,6 +126,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(1)",
         args: &[PREFIX, LANE, arg("weight", Kind::Int)],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.enqueue",
@@ -125,6 +138,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(M log N) for M jobs added to a lane of N.",
         args: &[PREFIX, LANE, many("data", Kind::Block(MINT_JOB))],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.ack",
@@ -135,6 +150,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(M log L) for M jobs and L leases.",
         args: &[PREFIX, TOKEN, JOBS],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.nack",
@@ -145,6 +162,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(M log N) for M jobs.",
         args: &[PREFIX, TOKEN, JOBS],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.extend",
@@ -155,6 +174,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(M log L) for M jobs and L leases.",
         args: &[PREFIX, TOKEN, LEASE, JOBS],
         readonly: false,
+        deterministic: false,
+        internal: false,
     },
     CommandDoc {
         name: "emq.reap",
@@ -165,6 +186,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(M log N) for M reaped jobs.",
         args: &[PREFIX, COUNT],
         readonly: false,
+        deterministic: false,
+        internal: false,
     },
     CommandDoc {
         name: "emq.limit",
@@ -175,6 +198,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(1), or O(R) for a ring of R lanes when the lane leaves it.",
         args: &[PREFIX, LANE, arg("limit", Kind::OneOf(LIMIT_VALUE))],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.pause",
@@ -185,6 +210,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(R) for a ring of R lanes.",
         args: &[PREFIX, LANE],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.resume",
@@ -195,6 +222,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(1)",
         args: &[PREFIX, LANE],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.reassign",
@@ -205,6 +234,8 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(log N), or O(R) for a ring of R lanes when a lane leaves it.",
         args: &[PREFIX, arg("job", Kind::Str), arg("from", Kind::Str), arg("to", Kind::Str)],
         readonly: false,
+        deterministic: true,
+        internal: false,
     },
     CommandDoc {
         name: "emq.lane",
@@ -215,6 +246,27 @@ pub const COMMANDS: &[CommandDoc] = &[
         complexity: "O(R) for a ring of R lanes (the ringed field).",
         args: &[PREFIX, LANE],
         readonly: true,
+        deterministic: false,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.turn",
+        handler: claim::replay_turn,
+        flags: "write fast",
+        arity: 6,
+        summary: "Internal: one served claim turn as the primary made it (emq.replicate command). Accepted only from the replication stream or an AOF load.",
+        complexity: "O(K log N) where N is the number of the lane's pending jobs.",
+        args: &[
+            PREFIX,
+            LANE,
+            arg("deadline", Kind::Int),
+            arg("k", Kind::Int),
+            arg("leaves", Kind::Int),
+        ],
+        readonly: false,
+        // It replicates itself (a replica's own AOF), whatever the mode.
+        deterministic: false,
+        internal: true,
     },
 ];
 

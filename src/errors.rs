@@ -40,6 +40,15 @@ pub enum Error {
     },
     /// A panic was caught at the command boundary.
     Internal,
+    /// An internal command called by a client (it runs only from the
+    /// replication stream or an AOF load).
+    InternalCommand(&'static str),
+    /// `EMQ.TURN` does not fit this keyspace: `lane` is not the head of the
+    /// ring `key` with enough pending jobs.
+    TurnMismatch {
+        lane: Vec<u8>,
+        key: Vec<u8>,
+    },
 }
 
 pub const LEASE_RANGE: &str = "an integer from 1 to 1099511627776";
@@ -50,6 +59,7 @@ pub const TIMEOUT_RANGE: &str = "an integer >= 0";
 pub const COUNT_RANGE: &str = "an integer >= 1";
 pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";
 pub const RECORD: &str = "\"<mint> <lane>\"";
+pub const BOOLEAN: &str = "0 or 1";
 
 impl Error {
     pub fn bad_arg(name: &'static str, expected: &'static str) -> Error {
@@ -94,6 +104,14 @@ impl Error {
                 format!("ERR {what} '{}' in '{}' would overflow", quote(field), quote(key))
             }
             Error::Internal => "ERR internal error in the emq module (a bug: please report it)".to_string(),
+            Error::InternalCommand(name) => format!(
+                "ERR {name} is internal: it runs only from the replication stream or an AOF load"
+            ),
+            Error::TurnMismatch { lane, key } => format!(
+                "ERR EMQ.TURN: lane '{}' is not at the head of '{}' with enough pending jobs (this keyspace differs from the primary's)",
+                quote(lane),
+                quote(key)
+            ),
         };
         Some(text)
     }
@@ -142,6 +160,11 @@ mod tests {
                 key: b"k".to_vec(),
             },
             Error::Internal,
+            Error::InternalCommand("EMQ.TURN"),
+            Error::TurnMismatch {
+                lane: b"a".to_vec(),
+                key: b"p:gring".to_vec(),
+            },
         ];
         for e in all {
             let m = e.message().expect("worded by the module");

@@ -19,12 +19,12 @@ pub fn key(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
 
 /// `P g:<lane>:pending`, the lane's waiting jobs.
 pub fn pending(prefix: &[u8], lane: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(prefix.len() + lane.len() + 10);
-    k.extend_from_slice(prefix);
-    k.extend_from_slice(b"g:");
-    k.extend_from_slice(lane);
-    k.extend_from_slice(b":pending");
-    k
+    pending_parts(prefix, lane).concat()
+}
+
+/// [`pending`] in pieces, to be joined without a heap allocation.
+pub fn pending_parts<'a>(prefix: &'a [u8], lane: &'a [u8]) -> [&'a [u8]; 4] {
+    [prefix, b"g:", lane, b":pending"]
 }
 
 /// Whether every `P…` key hashes to the prefix's slot: the prefix itself

@@ -29,7 +29,7 @@ mod module {
     use redis_module::{raw, redis_module, Context, RedisString, Status};
 
     use crate::catalog::{ArgDoc, CommandDoc, Kind, COMMANDS, SINCE};
-    use crate::stats::MAX_CLAIM;
+    use crate::stats::{MAX_CLAIM, REPLICATE_COMMAND};
     use std::sync::atomic::Ordering;
 
     /// The server's callback for `COMMANDS[I]`.
@@ -38,7 +38,8 @@ mod module {
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
     ) -> c_int {
-        unsafe { crate::commands::run(ctx, argv, argc, COMMANDS[I].handler) }
+        let doc = &COMMANDS[I];
+        unsafe { crate::commands::run(ctx, argv, argc, doc.handler, doc.deterministic) }
     }
 
     extern "C" fn debug_panic(
@@ -46,11 +47,11 @@ mod module {
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
     ) -> c_int {
-        unsafe { crate::commands::run(ctx, argv, argc, crate::commands::debug_panic) }
+        unsafe { crate::commands::run(ctx, argv, argc, crate::commands::debug_panic, false) }
     }
 
     type Callback = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
-    const CALLBACKS: [Callback; 13] = [
+    const CALLBACKS: [Callback; 14] = [
         callback::<0>,
         callback::<1>,
         callback::<2>,
@@ -64,6 +65,7 @@ mod module {
         callback::<10>,
         callback::<11>,
         callback::<12>,
+        callback::<13>,
     ];
     const _: () = assert!(CALLBACKS.len() == COMMANDS.len());
 
@@ -142,17 +144,54 @@ mod module {
         raw::REDISMODULE_OK as c_int
     }
 
-    /// `emq.max-claim` (1..2^63-1, default 1000): settable in the config
-    /// file, on the command line and with `CONFIG SET`.
+    unsafe extern "C" fn get_replicate(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+        c_int::from(REPLICATE_COMMAND.load(Ordering::Relaxed))
+    }
+
+    unsafe extern "C" fn set_replicate(
+        _name: *const c_char,
+        value: c_int,
+        _privdata: *mut c_void,
+        _err: *mut *mut raw::RedisModuleString,
+    ) -> c_int {
+        REPLICATE_COMMAND.store(value == 1, Ordering::Relaxed);
+        raw::REDISMODULE_OK as c_int
+    }
+
+    /// `emq.max-claim` (1..2^63-1, default 1000) and `emq.replicate`
+    /// (`effects`, the default, or `command`): settable in the config file,
+    /// on the command line and with `CONFIG SET`.
     fn register_config(ctx: &Context) -> bool {
         unsafe {
-            let (Some(register), Some(load)) = (
+            let (Some(register), Some(register_enum), Some(load)) = (
                 raw::RedisModule_RegisterNumericConfig,
+                raw::RedisModule_RegisterEnumConfig,
                 raw::RedisModule_LoadConfigs,
             ) else {
-                ctx.log_notice("emq: this server has no module configs; emq.max-claim stays 1000");
+                ctx.log_notice(
+                    "emq: this server has no module configs; emq.max-claim stays 1000, emq.replicate effects",
+                );
                 return true;
             };
+            let mut names = [c"effects".as_ptr(), c"command".as_ptr()];
+            let values: [c_int; 2] = [0, 1];
+            let status = register_enum(
+                ctx.ctx,
+                c"replicate".as_ptr(),
+                0,
+                0,
+                names.as_mut_ptr(),
+                values.as_ptr(),
+                2,
+                Some(get_replicate),
+                Some(set_replicate),
+                None,
+                ptr::null_mut(),
+            );
+            if status != raw::REDISMODULE_OK as c_int {
+                ctx.log_warning("emq: could not register emq.replicate");
+                return false;
+            }
             let status = register(
                 ctx.ctx,
                 c"max-claim".as_ptr(),
@@ -211,7 +250,7 @@ mod module {
             if command.is_null() {
                 return Ok(()); // An old server: the command works, without metadata.
             }
-            if category {
+            if category && !doc.internal {
                 if let Some(set) = raw::RedisModule_SetCommandACLCategories {
                     if set(command, c"emq".as_ptr()) != raw::REDISMODULE_OK as c_int {
                         return Err("SetCommandACLCategories failed".into());

@@ -20,12 +20,12 @@ impl<'a> Queue<'a> {
 
     /// `P` followed by `suffix` (one of the `keys::*` suffixes).
     pub fn key(&self, suffix: &[u8]) -> RStr {
-        self.ctx.string(&keys::key(self.prefix, suffix))
+        self.ctx.string_of(&[self.prefix, suffix])
     }
 
     /// `P g:<lane>:pending`.
     pub fn pending(&self, lane: &[u8]) -> RStr {
-        self.ctx.string(&keys::pending(self.prefix, lane))
+        self.ctx.string_of(&keys::pending_parts(self.prefix, lane))
     }
 
     /// The lane's numbers: depth, active count, ceiling, paused. Every key

@@ -1,7 +1,7 @@
-//! What `INFO emq` counts, and the `emq.max-claim` config. Commands run on
+//! What `INFO emq` counts, and the `emq.max-claim` and `emq.replicate` configs. Commands run on
 //! the server's main thread; atomics only make the statics safe to share.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 /// `emq.max-claim`: the most heads one claim turn serves, whatever the
 /// weight, so that a huge weight cannot stall the server. The one place a
@@ -10,6 +10,15 @@ pub static MAX_CLAIM: AtomicI64 = AtomicI64::new(1000);
 
 pub fn max_claim() -> i64 {
     MAX_CLAIM.load(Ordering::Relaxed).max(1)
+}
+
+/// `emq.replicate`: `effects` (false, the default: replicas and AOF readers
+/// need no module) or `command` (true: claims replicate as one `EMQ.TURN`,
+/// the clock-free commands as themselves; every reader needs the module).
+pub static REPLICATE_COMMAND: AtomicBool = AtomicBool::new(false);
+
+pub fn replicate_command() -> bool {
+    REPLICATE_COMMAND.load(Ordering::Relaxed)
 }
 
 pub struct Counter(AtomicU64);

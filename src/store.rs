@@ -33,6 +33,8 @@ const KEYTYPE_ZSET: c_int = 5;
 const CTX_FLAGS_LUA: c_int = 1 << 0;
 const CTX_FLAGS_MULTI: c_int = 1 << 1;
 const CTX_FLAGS_CLUSTER: c_int = 1 << 5;
+const CTX_FLAGS_REPLICATED: c_int = 1 << 12;
+const CTX_FLAGS_LOADING: c_int = 1 << 13;
 /// `REDISMODULE_HASH_DELETE`, which bindgen does not emit: the address 1.
 const HASH_DELETE: *mut raw::RedisModuleString = ptr::without_provenance_mut(1);
 
@@ -122,10 +124,11 @@ pub enum Word {
     Right,
     Nx,
     Zero,
+    One,
 }
 
-const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
-static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
+const WORD_TEXT: [&[u8]; 5] = [b"LEFT", b"RIGHT", b"NX", b"0", b"1"];
+static WORDS: [AtomicPtr<raw::RedisModuleString>; 5] = [const { AtomicPtr::new(ptr::null_mut()) }; 5];
 
 /// Writes a warning to the server's log (no context needed).
 pub fn log_warning(msg: &str) {
@@ -215,6 +218,10 @@ static BLOCK_TOKEN: u8 = 0;
 /// The command's context: replies, strings, keys, replication, the clock.
 pub struct Ctx {
     ptr: *mut raw::RedisModuleCtx,
+    /// Replicate the command itself, not its effects (see [`Ctx::replicate`]).
+    verbatim: Cell<bool>,
+    /// Whether the command has written (asked to replicate an effect).
+    wrote: Cell<bool>,
 }
 
 /// The type of a key, as far as the commands care.
@@ -545,13 +552,37 @@ impl Ctx {
     /// # Safety
     /// `ptr` must be the context the server passed to the running command.
     pub unsafe fn from_raw(ptr: *mut raw::RedisModuleCtx) -> Ctx {
-        Ctx { ptr }
+        Ctx {
+            ptr,
+            verbatim: Cell::new(false),
+            wrote: Cell::new(false),
+        }
     }
 
     pub fn string(&self, bytes: &[u8]) -> RStr {
         let ptr =
             unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
         RStr { ptr }
+    }
+
+    /// The pieces joined into one string (on the stack when short: key
+    /// names are built on every call).
+    pub fn string_of(&self, parts: &[&[u8]]) -> RStr {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut stack = [0u8; 256];
+        let mut heap = Vec::new();
+        let buf: &mut [u8] = if len <= stack.len() {
+            &mut stack[..len]
+        } else {
+            heap.resize(len, 0);
+            &mut heap
+        };
+        let mut at = 0;
+        for part in parts {
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        self.string(buf)
     }
 
     pub fn string_from_i64(&self, v: i64) -> RStr {
@@ -722,11 +753,45 @@ impl Ctx {
 
     // ---- replication ----
 
-    /// Sends `cmd args…` to replicas and the AOF. Several calls in one
-    /// command reach them wrapped in MULTI/EXEC, in call order.
+    /// Sends the effect `cmd args…` to replicas and the AOF (several calls
+    /// in one command reach them wrapped in MULTI/EXEC, in call order); in
+    /// verbatim mode only notes that the command wrote, and [`Ctx::finish`]
+    /// replicates the command itself.
     pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
+        self.wrote.set(true);
+        if self.verbatim.get() {
+            return;
+        }
         let raw_args: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
         self.replicate_raw(cmd, &raw_args);
+    }
+
+    /// Replicate this command as itself rather than as its effects: right
+    /// only for a command whose effects follow from the keyspace and its
+    /// arguments alone, and only when every replica and AOF reader has the
+    /// module.
+    pub fn replicate_verbatim_mode(&self) {
+        self.verbatim.set(true);
+    }
+
+    /// The end of a command: in verbatim mode, replicates the command if it
+    /// wrote. (Also after an error or a panic: a replica running the same
+    /// command on the same keyspace stops at the same point.)
+    pub fn finish(&self) {
+        if self.verbatim.get() && self.wrote.get() {
+            self.replicate_verbatim();
+        }
+    }
+
+    /// Replicates the running command as the client sent it.
+    pub fn replicate_verbatim(&self) {
+        unsafe { api!(RedisModule_ReplicateVerbatim)(self.ptr) };
+    }
+
+    /// Whether the command came from the primary's replication stream or an
+    /// AOF being loaded (where internal commands are accepted).
+    pub fn from_primary_or_loading(&self) -> bool {
+        self.flags() & (CTX_FLAGS_REPLICATED | CTX_FLAGS_LOADING) != 0
     }
 
     fn replicate_raw(&self, cmd: &CStr, args: &[*mut raw::RedisModuleString]) {

@@ -13,14 +13,14 @@
 //! Every read and type check happens before the first write.
 
 use crate::args;
-use crate::errors::{Error, TIMEOUT_RANGE};
+use crate::errors::{Error, BOOLEAN, COUNT_RANGE, INTEGER, TIMEOUT_RANGE};
 use crate::keys;
 use crate::schedule::{self, Lane, Turn};
-use crate::state;
+use crate::state::{self, Queue};
 use crate::stats;
 use std::io::Write as _;
 
-use crate::store::{self, Argv, Class, Ctx, KeyRead, Kind, RStr, Word, WriteKey};
+use crate::store::{self, Arg, Argv, Class, Ctx, KeyRead, Kind, RStr, Word, WriteKey};
 
 /// `EMQ.CLAIM P lease [BLOCK ms]`: plain rotation, the weight taken as 1.
 pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
@@ -43,11 +43,12 @@ pub enum Outcome {
 }
 
 /// The arguments: prefix, lease, and the BLOCK timeout in ms (0 = forever).
-fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<(&'a [u8], i64, Option<i64>), Error> {
+fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<(Arg<'a>, i64, Option<i64>), Error> {
     if argv.len() != 3 && argv.len() != 5 {
         return Err(Error::WrongArity);
     }
-    let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
+    let prefix = argv.get(1);
+    args::prefix(prefix.bytes(), ctx.is_cluster())?;
     let lease = args::lease(argv.get(2).bytes())?;
     let block = if argv.len() == 5 {
         if !args::is_keyword(argv.get(3).bytes(), "BLOCK") {
@@ -81,7 +82,7 @@ fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
         return Ok(());
     }
     // Nothing serviceable: wait on the ring, woken when a lane joins it.
-    let ring_name = ctx.string(&keys::key(prefix, keys::RING));
+    let ring_name = Queue::new(ctx, prefix.bytes()).key(keys::RING);
     stats::BLOCKED.add(1);
     ctx.block_on_key(&ring_name, timeout, super::blocked_claim_callbacks(weighted));
     Ok(())
@@ -90,7 +91,7 @@ fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
 /// Turns until one serves (true) or the ring is empty (false): a lane that
 /// cannot be served leaves the ring, so a client waits only when no lane is
 /// serviceable.
-fn serve_or_wait(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<bool, Error> {
+fn serve_or_wait(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<bool, Error> {
     loop {
         match turn(ctx, prefix, lease, weighted)? {
             Outcome::Served => return Ok(true),
@@ -108,18 +109,18 @@ pub fn on_ready(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<bool, Error> {
 }
 
 /// One turn. Replies only when it serves.
-fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome, Error> {
+fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<Outcome, Error> {
     // ---- read phase: each key opened once; the ones that may be written
     // are opened for writing (signalled modified only if written) ----
-    let ring_name = ctx.string(&keys::key(prefix, keys::RING));
+    let q = Queue::new(ctx, prefix.bytes());
+    let ring_name = q.key(keys::RING);
     let ring = ctx.open_write(&ring_name);
     ring.kind().expect(Kind::List)?;
     let Some(lane_name) = ring.list_get(0) else {
         return Ok(Outcome::Empty);
     };
-    let ring_len = ring.len();
-    let lane = lane_name.bytes();
-    let pending_name = ctx.string(&keys::pending(prefix, lane));
+    let lane = lane_name.as_arg();
+    let pending_name = q.pending(lane.bytes());
     let pending = ctx.open_write(&pending_name);
     pending.kind().expect(Kind::Zset)?;
     let depth = pending.len() as u64;
@@ -127,94 +128,215 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
         return Ok(drop_head(ctx, &ring));
     }
     let weight = if weighted {
-        let weight_name = ctx.string(&keys::key(prefix, keys::WEIGHT));
-        let stored = state::stored_int(ctx, &weight_name, lane_name.as_arg(), "weight of lane")?;
+        let weight_name = q.key(keys::WEIGHT);
+        let stored = state::stored_int(ctx, &weight_name, lane, "weight of lane")?;
         // emq.max-claim caps a turn: the one place native may serve fewer than Lua.
         schedule::effective_weight(stored).min(stats::max_claim())
     } else {
         1
     };
-    let limit_name = ctx.string(&keys::key(prefix, keys::LIMIT));
-    let limit = state::stored_int(ctx, &limit_name, lane_name.as_arg(), "limit of lane")?;
-    let active_name = ctx.string(&keys::key(prefix, keys::ACTIVE));
-    let active_hash = ctx.open_write(&active_name);
-    let active = state::int_field(
-        &active_hash,
-        &active_name,
-        lane_name.as_arg(),
-        "active count of lane",
-    )?
-    .unwrap_or(0);
+    let limit_name = q.key(keys::LIMIT);
+    let limit = state::stored_int(ctx, &limit_name, lane, "limit of lane")?;
+    let active_name = q.key(keys::ACTIVE);
+    let active = ctx.open_write(&active_name);
+    let active_count = state::int_field(&active, &active_name, lane, "active count of lane")?.unwrap_or(0);
     let before = Lane {
         depth,
-        active,
+        active: active_count,
         limit,
         paused: false,
     };
-    let (k, leaves_ring) = match schedule::claim_turn(weight, &before) {
+    let (k, leaves) = match schedule::claim_turn(weight, &before) {
         Turn::Drop => return Ok(drop_head(ctx, &ring)),
         Turn::Serve { k, leaves_ring } => (k, leaves_ring),
     };
-    let new_active = active.checked_add(k).ok_or_else(|| Error::Overflow {
-        what: "active count of lane",
-        field: lane.to_vec(),
-        key: active_name.bytes().to_vec(),
-    })?;
-    let leases_name = ctx.string(&keys::key(prefix, keys::LEASES));
-    let leases = ctx.open_write(&leases_name);
-    leases.kind().expect(Kind::Zset)?;
-    let jlease_name = ctx.string(&keys::key(prefix, keys::JLEASE));
-    let jlease = ctx.open_write(&jlease_name);
-    jlease.kind().expect(Kind::Hash)?;
+    let leases_name = q.key(keys::LEASES);
+    let jlease_name = q.key(keys::JLEASE);
+    let keys = TurnKeys {
+        ring,
+        pending,
+        active,
+        leases: ctx.open_write(&leases_name),
+        jlease: ctx.open_write(&jlease_name),
+    };
+    let new_active = keys.check(lane, active_count, k)?;
     let deadline = ctx.now_ms() + lease;
 
-    // ---- write phase: nothing below can fail ----
-    if ring_len > 1 {
+    let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
+    if stats::replicate_command() {
+        let (deadline_str, k_str) = (ctx.string_from_i64(deadline), ctx.string_from_i64(k));
+        let leaves_str = store::word(if leaves { Word::One } else { Word::Zero });
+        ctx.replicate(
+            c"EMQ.TURN",
+            &[prefix, lane, deadline_str.as_arg(), k_str.as_arg(), leaves_str],
+        );
+    } else {
+        replicate_effects(ctx, &keys, lane, &served, deadline);
+    }
+    reply(ctx, lane, deadline, &served);
+    Ok(Outcome::Served)
+}
+
+/// `EMQ.TURN P lane deadline k leaves`: a served turn exactly as a primary
+/// made it and replicated it (`emq.replicate command`): rotate the ring, lease
+/// the lane's `k` heads until `deadline`, and the lane leaves the ring when
+/// `leaves` is 1. Internal: accepted only from the replication stream or an
+/// AOF load, where the keyspace is the primary's at that point.
+pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
+    if argv.len() != 6 {
+        return Err(Error::WrongArity);
+    }
+    if !ctx.from_primary_or_loading() {
+        return Err(Error::InternalCommand("EMQ.TURN"));
+    }
+    let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
+    let lane = argv.get(2);
+    args::lane(lane.bytes())?;
+    let deadline = args::int_in(argv.get(3).bytes(), "deadline", i64::MIN, i64::MAX, INTEGER)?;
+    let k = args::int_in(argv.get(4).bytes(), "k", 1, i64::MAX, COUNT_RANGE)?;
+    let leaves = args::int_in(argv.get(5).bytes(), "leaves", 0, 1, BOOLEAN)? == 1;
+
+    let q = Queue::new(ctx, prefix);
+    let ring_name = q.key(keys::RING);
+    let pending_name = q.pending(lane.bytes());
+    let active_name = q.key(keys::ACTIVE);
+    let leases_name = q.key(keys::LEASES);
+    let jlease_name = q.key(keys::JLEASE);
+    let keys = TurnKeys {
+        ring: ctx.open_write(&ring_name),
+        pending: ctx.open_write(&pending_name),
+        active: ctx.open_write(&active_name),
+        leases: ctx.open_write(&leases_name),
+        jlease: ctx.open_write(&jlease_name),
+    };
+    keys.ring.kind().expect(Kind::List)?;
+    keys.pending.kind().expect(Kind::Zset)?;
+    let head = keys.ring.list_get(0);
+    if head.as_ref().map(|h| h.bytes()) != Some(lane.bytes()) || (keys.pending.len() as i64) < k {
+        return Err(Error::TurnMismatch {
+            lane: lane.bytes().to_vec(),
+            key: ring_name.bytes().to_vec(),
+        });
+    }
+    let active_count =
+        state::int_field(&keys.active, &active_name, lane, "active count of lane")?.unwrap_or(0);
+    let new_active = keys.check(lane, active_count, k)?;
+
+    let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
+    // This server's own AOF (and nothing else: a replica's replicas get the
+    // primary's stream as it is).
+    ctx.replicate_verbatim();
+    reply(ctx, lane, deadline, &served);
+    Ok(())
+}
+
+/// The keys a served turn writes, each open once.
+struct TurnKeys<'a> {
+    ring: WriteKey<'a>,
+    pending: WriteKey<'a>,
+    active: WriteKey<'a>,
+    leases: WriteKey<'a>,
+    jlease: WriteKey<'a>,
+}
+
+impl TurnKeys<'_> {
+    /// The last checks before the writes: key types, and the lane's active
+    /// count after `k` more (returned).
+    fn check(&self, lane: Arg, active: i64, k: i64) -> Result<i64, Error> {
+        self.leases.kind().expect(Kind::Zset)?;
+        self.jlease.kind().expect(Kind::Hash)?;
+        active.checked_add(k).ok_or_else(|| Error::Overflow {
+            what: "active count of lane",
+            field: lane.bytes().to_vec(),
+            key: self.active.name().bytes().to_vec(),
+        })
+    }
+}
+
+/// What a served turn leased, for its reply and its replication.
+struct Served {
+    /// Whether the ring rotated (it has more than one lane).
+    rotated: bool,
+    /// Whether the lane left the ring (from its tail).
+    leaves: bool,
+    jobs: Vec<(RStr, f64)>,
+    records: Vec<RStr>,
+    new_active: RStr,
+}
+
+/// The writes of a served turn; nothing here can fail.
+fn serve(
+    ctx: &Ctx,
+    keys: &TurnKeys,
+    lane: Arg,
+    k: i64,
+    new_active: i64,
+    deadline: i64,
+    leaves: bool,
+) -> Served {
+    let ring = &keys.ring;
+    let rotated = ring.len() > 1;
+    if rotated {
         if let Some(head) = ring.list_pop_head() {
             ring.list_push_tail(head.as_arg());
         }
-        let (left, right) = (store::word(Word::Left), store::word(Word::Right));
-        ctx.replicate(c"LMOVE", &[ring_name.as_arg(), ring_name.as_arg(), left, right]);
     } else {
         // A one-element ring is left as it is (popping it would delete the
         // key), but it was rotated, as LMOVE would: WATCH sees it.
         ring.touch();
     }
     // What LMOVE with source = destination fires.
-    ctx.notify(&ring, Class::List, c"lpop");
-    ctx.notify(&ring, Class::List, c"rpush");
+    ctx.notify(ring, Class::List, c"lpop");
+    ctx.notify(ring, Class::List, c"rpush");
 
-    let jobs = pending.zset_head(k as usize);
+    let jobs = keys.pending.zset_head(k as usize);
     for (job, _) in &jobs {
-        pending.zset_rem(job.as_arg());
+        keys.pending.zset_rem(job.as_arg());
     }
-    ctx.notify(&pending, Class::Zset, c"zpopmin");
+    ctx.notify(&keys.pending, Class::Zset, c"zpopmin");
 
-    let deadline_str = ctx.string_from_i64(deadline);
     let mut records: Vec<RStr> = Vec::with_capacity(jobs.len());
     for (job, mint) in &jobs {
-        leases.zset_add(deadline as f64, job.as_arg(), false);
-        let record = lease_record(ctx, *mint, lane);
-        jlease.hash_set(job.as_arg(), record.as_arg());
+        keys.leases.zset_add(deadline as f64, job.as_arg(), false);
+        let record = lease_record(ctx, *mint, lane.bytes());
+        keys.jlease.hash_set(job.as_arg(), record.as_arg());
         records.push(record);
     }
-    ctx.notify(&leases, Class::Zset, c"zadd");
-    ctx.notify(&jlease, Class::Hash, c"hset");
+    ctx.notify(&keys.leases, Class::Zset, c"zadd");
+    ctx.notify(&keys.jlease, Class::Hash, c"hset");
 
-    let new_active_str = ctx.string_from_i64(new_active);
-    active_hash.hash_set(lane_name.as_arg(), new_active_str.as_arg());
-    ctx.notify(&active_hash, Class::Hash, c"hincrby");
-    if leaves_ring {
+    let new_active = ctx.string_from_i64(new_active);
+    keys.active.hash_set(lane, new_active.as_arg());
+    ctx.notify(&keys.active, Class::Hash, c"hincrby");
+    if leaves {
         // The lane was just rotated to the tail: removing it is O(1).
         ring.list_pop_tail();
-        ctx.notify(&ring, Class::List, c"lrem");
+        ctx.notify(ring, Class::List, c"lrem");
     }
+    stats::CLAIMS.add(1);
+    stats::JOBS_CLAIMED.add(jobs.len() as u64);
+    Served {
+        rotated,
+        leaves,
+        jobs,
+        records,
+        new_active,
+    }
+}
 
-    // ---- replication: the effects, with the deadline as a value ----
-    let mut zrem = vec![pending_name.as_arg()];
-    let mut zadd = vec![leases_name.as_arg()];
-    let mut hset = vec![jlease_name.as_arg()];
-    for ((job, _), record) in jobs.iter().zip(&records) {
+/// Replication as core commands, with the deadline as a value: what a
+/// replica or an AOF reader without the module can apply.
+fn replicate_effects(ctx: &Ctx, keys: &TurnKeys, lane: Arg, served: &Served, deadline: i64) {
+    let ring = keys.ring.name();
+    if served.rotated {
+        let (left, right) = (store::word(Word::Left), store::word(Word::Right));
+        ctx.replicate(c"LMOVE", &[ring, ring, left, right]);
+    }
+    let deadline_str = ctx.string_from_i64(deadline);
+    let mut zrem = vec![keys.pending.name()];
+    let mut zadd = vec![keys.leases.name()];
+    let mut hset = vec![keys.jlease.name()];
+    for ((job, _), record) in served.jobs.iter().zip(&served.records) {
         zrem.push(job.as_arg());
         zadd.push(deadline_str.as_arg());
         zadd.push(job.as_arg());
@@ -224,23 +346,20 @@ fn turn(ctx: &Ctx, prefix: &[u8], lease: i64, weighted: bool) -> Result<Outcome,
     ctx.replicate(c"ZREM", &zrem);
     ctx.replicate(c"ZADD", &zadd);
     ctx.replicate(c"HSET", &hset);
-    ctx.replicate(
-        c"HSET",
-        &[active_name.as_arg(), lane_name.as_arg(), new_active_str.as_arg()],
-    );
-    if leaves_ring {
-        ctx.replicate(c"RPOP", &[ring_name.as_arg()]);
+    ctx.replicate(c"HSET", &[keys.active.name(), lane, served.new_active.as_arg()]);
+    if served.leaves {
+        ctx.replicate(c"RPOP", &[ring]);
     }
+}
 
-    stats::CLAIMS.add(1);
-    stats::JOBS_CLAIMED.add(jobs.len() as u64);
-    ctx.reply_array(2 + jobs.len());
-    ctx.reply_str(lane_name.as_arg());
+/// `[lane, deadline, job…]`.
+fn reply(ctx: &Ctx, lane: Arg, deadline: i64, served: &Served) {
+    ctx.reply_array(2 + served.jobs.len());
+    ctx.reply_str(lane);
     ctx.reply_i64(deadline);
-    for (job, _) in &jobs {
+    for (job, _) in &served.jobs {
         ctx.reply_str(job.as_arg());
     }
-    Ok(Outcome::Served)
 }
 
 /// The head lane cannot be served: it leaves the ring, nothing is served.
@@ -255,14 +374,14 @@ fn drop_head(ctx: &Ctx, ring: &WriteKey) -> Outcome {
 /// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted
 /// as the server formats a zset score.
 fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
-    let mut v = Vec::with_capacity(24 + lane.len());
     match store::integer_score(mint) {
         Some(int) => {
-            let _ = write!(v, "{int}");
+            let mut digits = [0u8; 24];
+            let mut rest = &mut digits[..];
+            let _ = write!(rest, "{int}");
+            let n = 24 - rest.len();
+            ctx.string_of(&[&digits[..n], b" ", lane])
         }
-        None => v.extend_from_slice(ctx.format_score(mint).bytes()),
+        None => ctx.string_of(&[ctx.format_score(mint).bytes(), b" ", lane]),
     }
-    v.push(b' ');
-    v.extend_from_slice(lane);
-    ctx.string(&v)
 }

@@ -18,7 +18,9 @@ use crate::store::{Argv, BlockCallbacks, Ctx};
 /// A command body: it replies itself on success.
 pub type Handler = fn(&Ctx, Argv) -> Result<(), Error>;
 
-/// Runs `handler` for the server and never unwinds into it.
+/// Runs `handler` for the server and never unwinds into it. `deterministic`:
+/// the command's effects follow from the keyspace and its arguments alone,
+/// so with `emq.replicate command` it is replicated as itself.
 ///
 /// # Safety
 /// The pointers must be those the server passed to the command callback.
@@ -27,8 +29,14 @@ pub unsafe fn run(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     handler: Handler,
+    deterministic: bool,
 ) -> c_int {
-    boundary(ctx, argv, argc, handler);
+    boundary(ctx, argv, argc, |ctx, argv| {
+        if deterministic && stats::replicate_command() {
+            ctx.replicate_verbatim_mode();
+        }
+        handler(ctx, argv)
+    });
     raw::REDISMODULE_OK as c_int
 }
 
@@ -41,7 +49,9 @@ unsafe fn boundary<T>(
 ) -> Option<T> {
     let ctx = Ctx::from_raw(ctx);
     let argv = Argv::from_raw(argv, argc);
-    let error = match catch_unwind(AssertUnwindSafe(|| body(&ctx, argv))) {
+    let result = catch_unwind(AssertUnwindSafe(|| body(&ctx, argv)));
+    let _ = catch_unwind(AssertUnwindSafe(|| ctx.finish()));
+    let error = match result {
         Ok(Ok(value)) => return Some(value),
         Ok(Err(e)) => e,
         Err(_) => Error::Internal,
