@@ -325,3 +325,92 @@ fn the_example_worker_drains_a_queue() {
         snapshot(&mut c, P)
     );
 }
+
+#[test]
+fn unserviceable_head_lanes_leave_the_ring_before_the_serving_one() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for lane in ["a", "b", "c"] {
+        cmd(
+            &mut c,
+            &[
+                "EMQ.ENQUEUE",
+                P,
+                lane,
+                "1",
+                &format!("{lane}1"),
+                "2",
+                &format!("{lane}2"),
+            ],
+        );
+    }
+    // a and b can no longer be served (their jobs went behind the module's back).
+    for lane in ["a", "b"] {
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{P}g:{lane}:pending"))
+            .query(&mut c)
+            .unwrap();
+    }
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "60000", "BLOCK", "100"])
+        .claim()
+        .expect("served at once");
+    assert_eq!((lane.as_str(), jobs), ("c", vec!["c1".to_string()]));
+    assert_eq!(ring(&mut c, P), ["c"], "a and b left the ring");
+}
+
+#[test]
+fn a_blocking_claim_that_meets_an_error_after_a_droppable_lane_changes_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // Lane a heads the ring and can be dropped (its jobs went behind the
+    // module's back); lane b after it is corrupt, in one of two ways.
+    let corrupt_weight = |c: &mut redis::Connection, p: &str| {
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{p}gweight"))
+            .arg("b")
+            .arg("many")
+            .query(c)
+            .unwrap();
+    };
+    let wrong_type = |c: &mut redis::Connection, p: &str| {
+        let _: () = redis::cmd("DEL").arg(format!("{p}g:b:pending")).query(c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{p}g:b:pending"))
+            .arg("x")
+            .query(c)
+            .unwrap();
+    };
+    type Corrupt<'a> = &'a dyn Fn(&mut redis::Connection, &str);
+    let cases: [(&str, &str, Corrupt, &str); 3] = [
+        (
+            "e1{q}:",
+            "EMQ.WCLAIM",
+            &corrupt_weight,
+            "ERR weight of lane 'b' in 'e1{q}:gweight' is not an integer",
+        ),
+        ("e2{q}:", "EMQ.WCLAIM", &wrong_type, "WRONGTYPE"),
+        ("e3{q}:", "EMQ.CLAIM", &wrong_type, "WRONGTYPE"),
+    ];
+    for (p, verb, corrupt, error) in cases {
+        for lane in ["a", "b"] {
+            cmd(&mut c, &["EMQ.ENQUEUE", p, lane, "1", &format!("{lane}1")]);
+        }
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{p}g:a:pending"))
+            .query(&mut c)
+            .unwrap();
+        corrupt(&mut c, p);
+        let before = digest(&mut c);
+        let reply = cmd(&mut c, &[verb, p, "60000", "BLOCK", "100"]);
+        assert!(
+            reply.err().is_some_and(|e| e.starts_with(error)),
+            "{verb}: {reply:?}"
+        );
+        assert_eq!(
+            digest(&mut c),
+            before,
+            "{verb}: nothing changed (a is still ringed)"
+        );
+        assert_eq!(ring(&mut c, p), ["a", "b"]);
+    }
+}

@@ -38,6 +38,8 @@ pub enum Outcome {
     Served,
     /// The head lane could not be served and left the ring.
     Dropped,
+    /// The head lane cannot be served, and the caller did not let it drop.
+    WouldDrop,
     /// No ring: nothing can be served now.
     Empty,
 }
@@ -72,7 +74,7 @@ fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
     // Inside MULTI or a script a call never blocks: it is the plain call.
     let block = block.filter(|_| !ctx.in_transaction_or_script());
     let Some(timeout) = block else {
-        if turn(ctx, prefix, lease, weighted)? != Outcome::Served {
+        if turn(ctx, prefix, lease, weighted, true)? != Outcome::Served {
             stats::CLAIMS_EMPTY.add(1);
             ctx.reply_empty_array();
         }
@@ -90,15 +92,52 @@ fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
 
 /// Turns until one serves (true) or the ring is empty (false): a lane that
 /// cannot be served leaves the ring, so a client waits only when no lane is
-/// serviceable.
+/// serviceable. A dropped lane is a write, so before the first drop every
+/// lane up to the first serviceable one is checked: an error still means
+/// nothing changed.
 fn serve_or_wait(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<bool, Error> {
+    match turn(ctx, prefix, lease, weighted, false)? {
+        Outcome::Served => return Ok(true),
+        Outcome::Empty => return Ok(false),
+        Outcome::Dropped | Outcome::WouldDrop => check_run(ctx, prefix, weighted)?,
+    }
     loop {
-        match turn(ctx, prefix, lease, weighted)? {
+        match turn(ctx, prefix, lease, weighted, true)? {
             Outcome::Served => return Ok(true),
-            Outcome::Dropped => continue,
+            Outcome::Dropped | Outcome::WouldDrop => continue,
             Outcome::Empty => return Ok(false),
         }
     }
+}
+
+/// Reads, without writing, what the turns of [`serve_or_wait`] will read:
+/// the ring's lanes from its head up to the first one that can serve, and
+/// the keys a serving turn writes. Keys are opened for writing only because
+/// the key API opens a missing key for reading as nothing; none is written.
+fn check_run(ctx: &Ctx, prefix: Arg, weighted: bool) -> Result<(), Error> {
+    let q = Queue::new(ctx, prefix.bytes());
+    state::expect_kind(ctx, &q.key(keys::LEASES), Kind::Zset)?;
+    state::expect_kind(ctx, &q.key(keys::JLEASE), Kind::Hash)?;
+    let ring_name = q.key(keys::RING);
+    let Some(ring) = ctx.open_read(&ring_name) else {
+        return Ok(());
+    };
+    ring.kind().expect(Kind::List)?;
+    let active_name = q.key(keys::ACTIVE);
+    for i in 0..ring.len() {
+        let Some(lane) = ring.list_get(i as i64) else {
+            break;
+        };
+        let pending_name = q.pending(lane.bytes());
+        let pending = ctx.open_write(&pending_name);
+        let active = ctx.open_write(&active_name);
+        if let Decision::Serve { .. } =
+            decide(&q, lane.as_arg(), &pending, (&active, &active_name), weighted)?
+        {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A blocked claim's ring became ready: claim once; `Ok(false)` keeps the
@@ -108,8 +147,73 @@ pub fn on_ready(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<bool, Error> {
     serve_or_wait(ctx, prefix, lease, weighted)
 }
 
-/// One turn. Replies only when it serves.
-fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<Outcome, Error> {
+/// What a turn does with the lane at the ring's head.
+enum Decision {
+    Drop,
+    /// Serve `k` heads; the lane's active count becomes `active`; whether
+    /// the lane then leaves the ring.
+    Serve {
+        k: i64,
+        active: i64,
+        leaves: bool,
+    },
+}
+
+/// Decides a turn from reads only, validating each: the lane's pending zset
+/// and active count come open from the caller (for reading or writing).
+fn decide(
+    q: &Queue,
+    lane: Arg,
+    pending: &impl KeyRead,
+    (active, active_name): (&impl KeyRead, &RStr),
+    weighted: bool,
+) -> Result<Decision, Error> {
+    let ctx = q.ctx;
+    pending.kind().expect(Kind::Zset)?;
+    let depth = pending.len() as u64;
+    if depth == 0 {
+        return Ok(Decision::Drop);
+    }
+    let weight = if weighted {
+        let stored = state::stored_int(ctx, &q.key(keys::WEIGHT), lane, "weight of lane")?;
+        // emq.max-claim caps a turn: the one place native may serve fewer than Lua.
+        schedule::effective_weight(stored).min(stats::max_claim())
+    } else {
+        1
+    };
+    let limit = state::stored_int(ctx, &q.key(keys::LIMIT), lane, "limit of lane")?;
+    let active_count = state::int_field(active, active_name, lane, "active count of lane")?.unwrap_or(0);
+    let before = Lane {
+        depth,
+        active: active_count,
+        limit,
+        paused: false,
+    };
+    match schedule::claim_turn(weight, &before) {
+        Turn::Drop => Ok(Decision::Drop),
+        Turn::Serve { k, leaves_ring } => {
+            let active = add_active(active_count, k, lane, active_name)?;
+            Ok(Decision::Serve {
+                k,
+                active,
+                leaves: leaves_ring,
+            })
+        }
+    }
+}
+
+/// The lane's active count after `k` more leases.
+fn add_active(active: i64, k: i64, lane: Arg, key: &RStr) -> Result<i64, Error> {
+    active.checked_add(k).ok_or_else(|| Error::Overflow {
+        what: "active count of lane",
+        field: lane.bytes().to_vec(),
+        key: key.bytes().to_vec(),
+    })
+}
+
+/// One turn; with `may_drop` false, an unserviceable head lane stays and
+/// the turn is `WouldDrop`. Replies only when it serves.
+fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool, may_drop: bool) -> Result<Outcome, Error> {
     // ---- read phase: each key opened once; the ones that may be written
     // are opened for writing (signalled modified only if written) ----
     let q = Queue::new(ctx, prefix.bytes());
@@ -122,33 +226,12 @@ fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<Outcome, E
     let lane = lane_name.as_arg();
     let pending_name = q.pending(lane.bytes());
     let pending = ctx.open_write(&pending_name);
-    pending.kind().expect(Kind::Zset)?;
-    let depth = pending.len() as u64;
-    if depth == 0 {
-        return Ok(drop_head(ctx, &ring));
-    }
-    let weight = if weighted {
-        let weight_name = q.key(keys::WEIGHT);
-        let stored = state::stored_int(ctx, &weight_name, lane, "weight of lane")?;
-        // emq.max-claim caps a turn: the one place native may serve fewer than Lua.
-        schedule::effective_weight(stored).min(stats::max_claim())
-    } else {
-        1
-    };
-    let limit_name = q.key(keys::LIMIT);
-    let limit = state::stored_int(ctx, &limit_name, lane, "limit of lane")?;
     let active_name = q.key(keys::ACTIVE);
     let active = ctx.open_write(&active_name);
-    let active_count = state::int_field(&active, &active_name, lane, "active count of lane")?.unwrap_or(0);
-    let before = Lane {
-        depth,
-        active: active_count,
-        limit,
-        paused: false,
-    };
-    let (k, leaves) = match schedule::claim_turn(weight, &before) {
-        Turn::Drop => return Ok(drop_head(ctx, &ring)),
-        Turn::Serve { k, leaves_ring } => (k, leaves_ring),
+    let (k, new_active, leaves) = match decide(&q, lane, &pending, (&active, &active_name), weighted)? {
+        Decision::Serve { k, active, leaves } => (k, active, leaves),
+        Decision::Drop if !may_drop => return Ok(Outcome::WouldDrop),
+        Decision::Drop => return Ok(drop_head(ctx, &ring)),
     };
     let leases_name = q.key(keys::LEASES);
     let jlease_name = q.key(keys::JLEASE);
@@ -159,7 +242,7 @@ fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<Outcome, E
         leases: ctx.open_write(&leases_name),
         jlease: ctx.open_write(&jlease_name),
     };
-    let new_active = keys.check(lane, active_count, k)?;
+    keys.check()?;
     let deadline = ctx.now_ms() + lease;
 
     let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
@@ -220,7 +303,8 @@ pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     }
     let active_count =
         state::int_field(&keys.active, &active_name, lane, "active count of lane")?.unwrap_or(0);
-    let new_active = keys.check(lane, active_count, k)?;
+    keys.check()?;
+    let new_active = add_active(active_count, k, lane, &active_name)?;
 
     let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
     // This server's own AOF (and nothing else: a replica's replicas get the
@@ -240,16 +324,10 @@ struct TurnKeys<'a> {
 }
 
 impl TurnKeys<'_> {
-    /// The last checks before the writes: key types, and the lane's active
-    /// count after `k` more (returned).
-    fn check(&self, lane: Arg, active: i64, k: i64) -> Result<i64, Error> {
+    /// The types of the keys only a serving turn writes.
+    fn check(&self) -> Result<(), Error> {
         self.leases.kind().expect(Kind::Zset)?;
-        self.jlease.kind().expect(Kind::Hash)?;
-        active.checked_add(k).ok_or_else(|| Error::Overflow {
-            what: "active count of lane",
-            field: lane.bytes().to_vec(),
-            key: self.active.name().bytes().to_vec(),
-        })
+        self.jlease.kind().expect(Kind::Hash)
     }
 }
 
