@@ -171,6 +171,27 @@ impl Bench {
         }
     }
 
+    /// K=1 turns with a replica attached (with the module, so that both
+    /// modes apply): the replication stream is built and sent. The replica
+    /// must end with the primary's keyspace.
+    fn with_replica(&mut self, name: &str) -> Row {
+        let replica = Server::start();
+        let mut r = common::replicate_into(&replica, &self.server);
+        let row = self.claims(name, true, 16_000, &|c, p| lanes(c, p, 100, 161, 1, None));
+        common::in_sync(&mut self.c, &mut r);
+        assert_eq!(
+            common::digest(&mut self.c),
+            common::digest(&mut r),
+            "{name}: the replica diverged"
+        );
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query(&mut r)
+            .unwrap();
+        row
+    }
+
     /// ENQUEUE → WCLAIM → ACK of one job at a time over 100 lanes.
     fn cycle(&mut self, name: &str, jobs: usize) -> Row {
         let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
@@ -621,6 +642,17 @@ fn main() {
     }
     set_config(&mut bench.c, "emq.replicate", "effects");
 
+    // Last among the claim scenarios: once a replica has attached, the server
+    // keeps a replication backlog, and every later write would feed it.
+    for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
+        let name = format!("WCLAIM K=1, 100 lanes, a replica attached{suffix}");
+        if selected(&name) {
+            set_config(&mut bench.c, "emq.replicate", mode);
+            rows.push(bench.with_replica(&name));
+        }
+    }
+    set_config(&mut bench.c, "emq.replicate", "effects");
+
     let mut waits = Vec::new();
     if selected("workers") {
         for blocking in [true, false] {
@@ -677,7 +709,7 @@ fn main() {
 fn print_table(rows: &[Row], version: &str) {
     println!("server {version}, pipeline depth {DEPTH}, {ROUNDS} alternating native/Lua block pairs per scenario\n");
     println!(
-        "{:<40} {:>11} {:>11} {:>10} {:>10} {:>7} {:>11} {:>11} {:>9}",
+        "{:<66} {:>11} {:>11} {:>10} {:>10} {:>7} {:>11} {:>11} {:>9} {:>15}",
         "scenario",
         "native µs/c",
         "lua µs/call",
@@ -686,11 +718,12 @@ fn print_table(rows: &[Row], version: &str) {
         "ratio",
         "native c/s",
         "lua c/s",
-        "floor µs"
+        "floor µs",
+        "memory KiB n/l"
     );
     for r in rows {
         println!(
-            "{:<40} {:>11.2} {:>11.2} {:>10.2} {:>10.2} {:>6.1}x {:>11.0} {:>11.0} {:>9} {:>15}",
+            "{:<66} {:>11.2} {:>11.2} {:>10.2} {:>10.2} {:>6.1}x {:>11.0} {:>11.0} {:>9} {:>15}",
             r.name,
             r.native.per_call(),
             r.lua.per_call(),
