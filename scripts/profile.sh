@@ -8,7 +8,8 @@
 #   functions: where collection happens (default emq::commands::claim::wclaim).
 #   scripts/profile.sh "WCLAIM K=1, 100 lanes" emq::commands::claim::wclaim \
 #     lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
-# (the second form also counts the core commands of the scenario's floor).
+# (the second form also counts the core commands of the scenario's floor;
+# name evalShaCommand to count the Lua twin's calls too).
 # Instructions are deterministic: compare two builds by their totals per call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +25,13 @@ for f in "${functions[@]}"; do toggles="$toggles --toggle-collect=$f"; done
 printf '#!/bin/sh\nexec valgrind --tool=callgrind --collect-atstart=no --compress-strings=no%s --callgrind-out-file=%s/cg.%%p "%s" "$@"\n' \
   "$toggles" "$out" "$real" >"$out/server"
 chmod +x "$out/server"
-EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=1 \
+# The Lua blocks run only when a function asked for is not the module's.
+native_only=1
+for f in "${functions[@]}"; do [[ "$f" == emq::* ]] || native_only=0; done
+EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=$native_only \
   cargo bench --locked --bench report >"$out/bench.txt"
 file="$(ls "$out"/cg.* | head -1)"
-callgrind_annotate --inclusive=yes "$file" 2>/dev/null >"$out/annotate.txt"
+callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null >"$out/annotate.txt"
 echo "$only (Valkey 9.1, callgrind, instructions inside each function):"
 for f in "${functions[@]}"; do
   calls="$(grep -A1 -F "cfn=$f" "$file" | awk -F'[= ]' '/^calls=/ {n += $2} END {print n + 0}')"
