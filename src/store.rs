@@ -124,11 +124,10 @@ pub enum Word {
     Right,
     Nx,
     Zero,
-    One,
 }
 
-const WORD_TEXT: [&[u8]; 5] = [b"LEFT", b"RIGHT", b"NX", b"0", b"1"];
-static WORDS: [AtomicPtr<raw::RedisModuleString>; 5] = [const { AtomicPtr::new(ptr::null_mut()) }; 5];
+const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
+static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
 
 /// Writes a warning to the server's log (no context needed).
 pub fn log_warning(msg: &str) {
@@ -780,6 +779,24 @@ impl Ctx {
     pub fn finish(&self) {
         if self.verbatim.get() && self.wrote.get() {
             self.replicate_verbatim();
+        }
+    }
+
+    /// Replicates `cmd a b n1 n2 n3`: two strings and three integers, the
+    /// integers made into strings by the server (no strings to build here).
+    pub fn replicate_ssiii(&self, cmd: &CStr, a: Arg, b: Arg, n: [i64; 3]) {
+        self.wrote.set(true);
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.ptr,
+                cmd.as_ptr(),
+                c"sslll".as_ptr(),
+                a.ptr,
+                b.ptr,
+                n[0],
+                n[1],
+                n[2],
+            );
         }
     }
 

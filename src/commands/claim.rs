@@ -247,12 +247,7 @@ fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool, may_drop: bool) -> R
 
     let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
     if stats::replicate_command() {
-        let (deadline_str, k_str) = (ctx.string_from_i64(deadline), ctx.string_from_i64(k));
-        let leaves_str = store::word(if leaves { Word::One } else { Word::Zero });
-        ctx.replicate(
-            c"EMQ.TURN",
-            &[prefix, lane, deadline_str.as_arg(), k_str.as_arg(), leaves_str],
-        );
+        ctx.replicate_ssiii(c"EMQ.TURN", prefix, lane, [deadline, k, i64::from(leaves)]);
     } else {
         replicate_effects(ctx, &keys, lane, &served, deadline);
     }
