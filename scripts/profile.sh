@@ -41,5 +41,5 @@ for f in "${functions[@]}"; do
     printf '  %-40s %8d calls %12d per call\n' "$f" "$calls" "$((total / calls))"
   fi
 done
-sed -n '/file:function/,$p' "$out/annotate.txt" | grep -v '???:0x\|below main' | head -60
+sed -n '/file:function/,$p' "$out/annotate.txt" | grep -v '???:0x\|below main' | head -60 || true
 echo "profile: $file"
