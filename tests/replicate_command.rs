@@ -77,6 +77,34 @@ fn a_served_waiter_replicates_as_a_turn() {
 }
 
 #[test]
+fn calls_from_scripts_and_transactions_replicate_too() {
+    let primary = command_mode();
+    let replica = Server::start_with(&[]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut p = primary.conn();
+    let script = "redis.call('EMQ.ENQUEUE', KEYS[1], 'a', '1', 'x', '2', 'y'); \
+                  redis.call('EMQ.WEIGHT', KEYS[1], 'a', '2'); \
+                  return redis.call('EMQ.WCLAIM', KEYS[1], '60000')";
+    let (lane, _, jobs) = cmd(&mut p, &["EVAL", script, "1", "s{q}:"]).claim().unwrap();
+    assert_eq!((lane.as_str(), jobs.len()), ("a", 2));
+    let _: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("EMQ.ENQUEUE")
+        .arg(&["s{q}:", "b", "3", "z"])
+        .cmd("EMQ.CLAIM")
+        .arg(&["s{q}:", "60000"])
+        .query(&mut p)
+        .unwrap();
+    in_sync(&mut p, &mut r);
+    assert_eq!(digest(&mut p), digest(&mut r));
+    assert_eq!(
+        calls(&mut r, "emq.turn"),
+        2,
+        "one turn from the script, one from MULTI"
+    );
+}
+
+#[test]
 fn the_aof_holds_turns_and_replays_them() {
     let server = Server::start_with(&[
         "--appendonly",
