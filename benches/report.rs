@@ -777,7 +777,7 @@ fn json(rows: &[Row], version: &str) -> String {
 
 /// Horizontal bars: µs per job, native and Lua, per scenario (log scale).
 fn svg(rows: &[Row], version: &str) -> String {
-    let (w, label_w, bar_h, gap) = (900.0, 330.0, 14.0, 14.0);
+    let (w, label_w, bar_h, gap) = (1000.0, 420.0, 14.0, 14.0);
     let h = 60.0 + rows.len() as f64 * (2.0 * bar_h + gap) + 30.0;
     let max = rows
         .iter()
@@ -797,7 +797,10 @@ fn svg(rows: &[Row], version: &str) -> String {
             s,
             "<text x=\"10\" y=\"{}\">{}</text>",
             y + bar_h + 4.0,
-            r.name.replace('&', "&amp;").replace('<', "&lt;")
+            r.name
+                .replace(", emq.replicate command", " [replicate command]")
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
         );
         for (j, (v, color)) in [(r.native.per_job(), "#2b7bb9"), (r.lua.per_job(), "#e8833a")]
             .iter()
