@@ -274,6 +274,10 @@ fn the_mode_is_a_config() {
             .unwrap()
     };
     assert_eq!(get(&mut c), ["emq.replicate", "effects"], "the default");
+    assert_eq!(
+        info_text(&mut c, "emq", "emq_replicate").as_deref(),
+        Some("effects")
+    );
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("emq.replicate")
@@ -281,6 +285,10 @@ fn the_mode_is_a_config() {
         .query(&mut c)
         .unwrap();
     assert_eq!(get(&mut c), ["emq.replicate", "command"]);
+    assert_eq!(
+        info_text(&mut c, "emq", "emq_replicate").as_deref(),
+        Some("command")
+    );
     let bad: redis::RedisResult<()> = redis::cmd("CONFIG")
         .arg("SET")
         .arg("emq.replicate")
