@@ -4,7 +4,7 @@
 PORT ?= 6379
 MODULE := $(CURDIR)/target/release/libemq.so
 
-.PHONY: deps build run test unit lint bench criterion memcheck clean
+.PHONY: deps build run test unit lint bench criterion profile memcheck clean
 
 deps:
 	@scripts/deps.sh
@@ -40,6 +40,13 @@ bench: build
 # criterion: the pure scheduling logic and a live claim+nack round trip.
 criterion: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
+
+# Instructions per call under callgrind (deterministic): the native K=1
+# claim, its Lua twin and the core commands of its floor.
+SCENARIO ?= WCLAIM K=1, 100 lanes
+profile: build
+	scripts/profile.sh "$(SCENARIO)" emq::commands::claim::wclaim evalShaCommand \
+	  lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
 
 # The integration tests with the server under valgrind; fails on any
 # invalid access or definite leak in the module.
