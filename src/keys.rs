@@ -1,5 +1,6 @@
 //! Prefix → key names (SPEC section 1). Every key a command touches is the
-//! prefix followed by a fixed suffix, so the prefix is the one declared key.
+//! prefix followed by a fixed suffix (`P gring`: the prefix, then `RING`),
+//! so the prefix is the one declared key.
 
 pub const RING: &[u8] = b"gring";
 pub const WEIGHT: &[u8] = b"gweight";
@@ -8,14 +9,6 @@ pub const ACTIVE: &[u8] = b"gactive";
 pub const PAUSED: &[u8] = b"gpaused";
 pub const LEASES: &[u8] = b"leases";
 pub const JLEASE: &[u8] = b"jlease";
-
-/// `P` followed by `suffix`.
-pub fn key(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(prefix.len() + suffix.len());
-    k.extend_from_slice(prefix);
-    k.extend_from_slice(suffix);
-    k
-}
 
 /// `P g:<lane>:pending`, the lane's waiting jobs.
 pub fn pending(prefix: &[u8], lane: &[u8]) -> Vec<u8> {
@@ -46,7 +39,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(key(b"emq:{o}:", RING), b"emq:{o}:gring");
         assert_eq!(pending(b"emq:{o}:", b"PLR1"), b"emq:{o}:g:PLR1:pending");
     }
 
