@@ -144,7 +144,7 @@ impl Bench {
         calls: usize,
         setup: &dyn Fn(&mut redis::Connection, &str),
     ) -> Row {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut self.c).unwrap();
         let (n, l) = ("bn{q}:", "bl{q}:");
         setup(&mut self.c, n);
         setup(&mut self.c, l);
@@ -176,6 +176,52 @@ impl Bench {
         }
     }
 
+    /// The claim scenarios of one replication mode (`suffix` names it).
+    fn claim_scenarios(&mut self, rows: &mut Vec<Row>, suffix: &str) {
+        for k in [1usize, 8, 64] {
+            let name = format!("WCLAIM K={k}, 100 lanes{suffix}");
+            if !selected(&name) {
+                continue;
+            }
+            let calls = if k == 64 { 4_000 } else { CALLS };
+            let depth = calls * k / 100 + k;
+            let mut row = self.claims(&name, true, calls, &|c, p| lanes(c, p, 100, depth, k, None));
+            row.floor = Some(self.core_floor(k, calls / ROUNDS, depth));
+            rows.push(row);
+        }
+        let name = format!("WCLAIM K=1, 100 lanes, AOF on{suffix}");
+        if selected(&name) {
+            // The replication stream is built and written.
+            set_config(&mut self.c, "appendonly", "yes");
+            std::thread::sleep(Duration::from_millis(500));
+            rows.push(self.claims(&name, true, CALLS, &|c, p| lanes(c, p, 100, DEPTH_K1, 1, None)));
+            set_config(&mut self.c, "appendonly", "no");
+        }
+        let name = format!("CLAIM, 100 lanes{suffix}");
+        if selected(&name) {
+            rows.push(self.claims(&name, false, CALLS, &|c, p| lanes(c, p, 100, DEPTH_K1, 1, None)));
+        }
+        let name = format!("cycle ENQUEUE→WCLAIM→ACK{suffix}");
+        if selected(&name) {
+            rows.push(self.cycle(&name, CALLS));
+        }
+    }
+
+    /// Many lanes (flat cost, the O(1) removal) and REAP.
+    fn lane_count_scenarios(&mut self, rows: &mut Vec<Row>) {
+        let name = "WCLAIM, 20,000 lanes at ceiling 1";
+        if selected(name) {
+            rows.push(self.claims(name, true, 8_000, &|c, p| lanes(c, p, 20_000, 2, 1, Some(1))));
+        }
+        let name = "WCLAIM K=1, 100,000 lanes";
+        if selected(name) {
+            rows.push(self.claims(name, true, CALLS, &|c, p| lanes(c, p, 100_000, 2, 1, None)));
+        }
+        if selected("REAP") {
+            rows.push(self.reap(10_000));
+        }
+    }
+
     /// K=1 turns with a replica attached (with the module, so that both
     /// modes apply): the replication stream is built and sent. The replica
     /// must end with the primary's keyspace.
@@ -199,7 +245,7 @@ impl Bench {
 
     /// ENQUEUE → WCLAIM → ACK of one job at a time over 100 lanes.
     fn cycle(&mut self, name: &str, jobs: usize) -> Row {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut self.c).unwrap();
         let (mut native, mut lua) = (Tally::default(), Tally::default());
         let mut serial = 0;
         for _ in 0..ROUNDS {
@@ -261,16 +307,16 @@ impl Bench {
         }
     }
 
-    /// REAP COUNT 100 of `leases` expired leases.
+    /// REAP COUNT 100 of `leases` expired leases, in each block.
     fn reap(&mut self, leases: usize) -> Row {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut self.c).unwrap();
         let (mut native, mut lua) = (Tally::default(), Tally::default());
         for _ in 0..ROUNDS {
             for (flavor, tally) in [("native", &mut native), ("lua", &mut lua)] {
                 let p = if flavor == "native" { "rn{q}:" } else { "rl{q}:" };
-                let n = leases / ROUNDS;
+                let n = leases;
                 // Expired leases, made natively for both (the state is the same).
-                let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
+                let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut self.c).unwrap();
                 let mut enqueue = vec![b"EMQ.ENQUEUE".to_vec(), p.as_bytes().to_vec(), b"lane".to_vec()];
                 for i in 0..n {
                     enqueue.push(i.to_string().into_bytes());
@@ -319,7 +365,7 @@ impl Bench {
     /// state (LMOVE, ZPOPMIN k, ZADD of k leases, HSET of k records, HINCRBY),
     /// driven in the ring's own order.
     fn core_floor(&mut self, k: usize, calls: usize, depth: usize) -> f64 {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut self.c).unwrap();
         let p = "f{q}:";
         lanes(&mut self.c, p, 100, depth, k, None);
         reset_stats(&mut self.c);
@@ -399,7 +445,7 @@ fn now_us() -> u128 {
 fn waiting(server: &Server, blocking: bool, jobs: usize, every: Duration, workers: usize) -> Waiting {
     let p = "w{q}:";
     let mut c = server.conn();
-    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut c).unwrap();
     reset_stats(&mut c);
     let cpu0 = server_cpu(&mut c);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -568,82 +614,18 @@ fn main() {
         ),
     };
 
-    let mut rows = Vec::new();
-    for k in [1usize, 8, 64] {
-        let name = format!("WCLAIM K={k}, 100 lanes");
-        if !selected(&name) {
-            continue;
-        }
-        let calls = if k == 64 { 4_000 } else { CALLS };
-        let depth = calls * k / 100 + k;
-        let mut row = bench.claims(&name, true, calls, &|c, p| lanes(c, p, 100, depth, k, None));
-        row.floor = Some(bench.core_floor(k, calls / ROUNDS, depth));
-        rows.push(row);
-    }
-    if selected("WCLAIM K=1, 100 lanes, AOF on") {
-        // The same K=1 turns with the AOF on: the replication stream is built and written.
-        set_config(&mut bench.c, "appendonly", "yes");
-        std::thread::sleep(Duration::from_millis(500));
-        rows.push(
-            bench.claims("WCLAIM K=1, 100 lanes, AOF on", true, CALLS, &|c, p| {
-                lanes(c, p, 100, DEPTH_K1, 1, None)
-            }),
-        );
-        set_config(&mut bench.c, "appendonly", "no");
-    }
-    if selected("CLAIM, 100 lanes") {
-        rows.push(bench.claims("CLAIM, 100 lanes", false, CALLS, &|c, p| {
-            lanes(c, p, 100, DEPTH_K1, 1, None)
-        }));
-    }
-    if selected("WCLAIM, 20,000 lanes at ceiling 1") {
-        rows.push(
-            bench.claims("WCLAIM, 20,000 lanes at ceiling 1", true, 8_000, &|c, p| {
-                lanes(c, p, 20_000, 2, 1, Some(1))
-            }),
-        );
-    }
-    if selected("WCLAIM K=1, 100,000 lanes") {
-        rows.push(bench.claims("WCLAIM K=1, 100,000 lanes", true, CALLS, &|c, p| {
-            lanes(c, p, 100_000, 2, 1, None)
-        }));
-    }
-    if selected("cycle ENQUEUE→WCLAIM→ACK") {
-        rows.push(bench.cycle("cycle ENQUEUE→WCLAIM→ACK", CALLS));
-    }
-    if selected("REAP") {
-        rows.push(bench.reap(10_000));
-    }
-
-    // The same scenarios with `emq.replicate command`: a claim replicates as
-    // one EMQ.TURN, ENQUEUE and ACK as themselves (replicas need the module).
+    // Every claim scenario in both replication modes; with `command` a claim
+    // replicates as one EMQ.TURN, ENQUEUE and ACK as themselves (replicas
+    // need the module). The lane-count scenarios and REAP (which replicates
+    // its effects in both modes) run once.
     const COMMAND: &str = ", emq.replicate command";
-    set_config(&mut bench.c, "emq.replicate", "command");
-    for k in [1usize, 8, 64] {
-        let name = format!("WCLAIM K={k}, 100 lanes{COMMAND}");
-        if !selected(&name) {
-            continue;
+    let mut rows = Vec::new();
+    for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
+        set_config(&mut bench.c, "emq.replicate", mode);
+        bench.claim_scenarios(&mut rows, suffix);
+        if mode == "effects" {
+            bench.lane_count_scenarios(&mut rows);
         }
-        let calls = if k == 64 { 4_000 } else { CALLS };
-        let depth = calls * k / 100 + k;
-        let mut row = bench.claims(&name, true, calls, &|c, p| lanes(c, p, 100, depth, k, None));
-        row.floor = Some(bench.core_floor(k, calls / ROUNDS, depth));
-        rows.push(row);
-    }
-    let name = format!("WCLAIM K=1, 100 lanes, AOF on{COMMAND}");
-    if selected(&name) {
-        set_config(&mut bench.c, "appendonly", "yes");
-        std::thread::sleep(Duration::from_millis(500));
-        rows.push(bench.claims(&name, true, CALLS, &|c, p| lanes(c, p, 100, DEPTH_K1, 1, None)));
-        set_config(&mut bench.c, "appendonly", "no");
-    }
-    let name = format!("CLAIM, 100 lanes{COMMAND}");
-    if selected(&name) {
-        rows.push(bench.claims(&name, false, CALLS, &|c, p| lanes(c, p, 100, DEPTH_K1, 1, None)));
-    }
-    let name = format!("cycle ENQUEUE→WCLAIM→ACK{COMMAND}");
-    if selected(&name) {
-        rows.push(bench.cycle(&name, CALLS));
     }
     set_config(&mut bench.c, "emq.replicate", "effects");
 
