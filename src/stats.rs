@@ -1,5 +1,6 @@
-//! What `INFO emq` counts, and the `emq.max-claim` and `emq.replicate` configs. Commands run on
-//! the server's main thread; atomics only make the statics safe to share.
+//! What `INFO emq` counts, and the `emq.max-claim` and `emq.replicate`
+//! configs. Commands run on the server's main thread; atomics only make the
+//! statics safe to share.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
