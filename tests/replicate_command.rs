@@ -35,14 +35,7 @@ fn a_replica_with_the_module_follows_the_turns() {
     let replica = Server::start_with(&["--emq.max-claim", "1"]);
     let mut r = replicate_into(&replica, &primary);
     let mut p = primary.conn();
-    let mut rng = Rng::new(21);
-    for q in ["t1{a}:", "t2{b}:", "t3{c}:"] {
-        drive(&mut p, q, &mut rng, 1_500);
-    }
-    in_sync(&mut p, &mut r);
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut p).unwrap();
-    assert!(keys > 10, "the stream built a keyspace ({keys} keys)");
-    assert_eq!(digest(&mut p), digest(&mut r), "primary and replica diverge");
+    drive_and_compare(&mut p, &mut r, 21, &["t1{a}:", "t2{b}:", "t3{c}:"]);
     // What the stream carried: turns, and the clock-free commands as themselves.
     let turns = calls(&mut r, "emq.turn");
     assert!(turns > 100, "the replica replayed {turns} turns");

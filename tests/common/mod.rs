@@ -818,6 +818,19 @@ pub fn replicate_into(replica: &Server, primary: &Server) -> redis::Connection {
     r
 }
 
+/// A random stream of every command (`drive`, 1,500 operations) on each of
+/// `queues` at the primary; then the replica must hold the same keyspace.
+pub fn drive_and_compare(p: &mut redis::Connection, r: &mut redis::Connection, seed: u64, queues: &[&str]) {
+    let mut rng = rng::Rng::new(seed);
+    for q in queues {
+        drive(p, q, &mut rng, 1_500);
+    }
+    in_sync(p, r);
+    let keys: i64 = redis::cmd("DBSIZE").query(p).unwrap();
+    assert!(keys > 10, "the stream built a keyspace ({keys} keys)");
+    assert_eq!(digest(p), digest(r), "primary and replica diverge");
+}
+
 /// Waits until the replica has applied everything the primary sent.
 pub fn in_sync(p: &mut redis::Connection, r: &mut redis::Connection) {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(p).unwrap();
