@@ -224,24 +224,14 @@ fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool, may_drop: bool) -> R
         return Ok(Outcome::Empty);
     };
     let lane = lane_name.as_arg();
-    let pending_name = q.pending(lane.bytes());
-    let pending = ctx.open_write(&pending_name);
-    let active_name = q.key(keys::ACTIVE);
-    let active = ctx.open_write(&active_name);
-    let (k, new_active, leaves) = match decide(&q, lane, &pending, (&active, &active_name), weighted)? {
-        Decision::Serve { k, active, leaves } => (k, active, leaves),
-        Decision::Drop if !may_drop => return Ok(Outcome::WouldDrop),
-        Decision::Drop => return Ok(drop_head(ctx, &ring)),
-    };
-    let leases_name = q.key(keys::LEASES);
-    let jlease_name = q.key(keys::JLEASE);
-    let keys = TurnKeys {
-        ring,
-        pending,
-        active,
-        leases: ctx.open_write(&leases_name),
-        jlease: ctx.open_write(&jlease_name),
-    };
+    let names = TurnNames::new(&q, lane);
+    let keys = names.open(ctx, ring);
+    let (k, new_active, leaves) =
+        match decide(&q, lane, &keys.pending, (&keys.active, &names.active), weighted)? {
+            Decision::Serve { k, active, leaves } => (k, active, leaves),
+            Decision::Drop if !may_drop => return Ok(Outcome::WouldDrop),
+            Decision::Drop => return Ok(drop_head(ctx, &keys.ring)),
+        };
     keys.check()?;
     let deadline = ctx.now_ms() + lease;
 
@@ -276,17 +266,8 @@ pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
 
     let q = Queue::new(ctx, prefix);
     let ring_name = q.key(keys::RING);
-    let pending_name = q.pending(lane.bytes());
-    let active_name = q.key(keys::ACTIVE);
-    let leases_name = q.key(keys::LEASES);
-    let jlease_name = q.key(keys::JLEASE);
-    let keys = TurnKeys {
-        ring: ctx.open_write(&ring_name),
-        pending: ctx.open_write(&pending_name),
-        active: ctx.open_write(&active_name),
-        leases: ctx.open_write(&leases_name),
-        jlease: ctx.open_write(&jlease_name),
-    };
+    let names = TurnNames::new(&q, lane);
+    let keys = names.open(ctx, ctx.open_write(&ring_name));
     keys.ring.kind().expect(Kind::List)?;
     keys.pending.kind().expect(Kind::Zset)?;
     let head = keys.ring.list_get(0);
@@ -297,9 +278,9 @@ pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
         });
     }
     let active_count =
-        state::int_field(&keys.active, &active_name, lane, "active count of lane")?.unwrap_or(0);
+        state::int_field(&keys.active, &names.active, lane, "active count of lane")?.unwrap_or(0);
     keys.check()?;
-    let new_active = add_active(active_count, k, lane, &active_name)?;
+    let new_active = add_active(active_count, k, lane, &names.active)?;
 
     let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
     // This server's own AOF (and nothing else: a replica's replicas get the
@@ -307,6 +288,37 @@ pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
     ctx.replicate_verbatim();
     reply(ctx, lane, deadline, &served);
     Ok(())
+}
+
+/// The names of the keys a served turn writes besides the ring.
+struct TurnNames {
+    pending: RStr,
+    active: RStr,
+    leases: RStr,
+    jlease: RStr,
+}
+
+impl TurnNames {
+    fn new(q: &Queue, lane: Arg) -> TurnNames {
+        TurnNames {
+            pending: q.pending(lane.bytes()),
+            active: q.key(keys::ACTIVE),
+            leases: q.key(keys::LEASES),
+            jlease: q.key(keys::JLEASE),
+        }
+    }
+
+    /// With the ring already open, each key opened once, for writing
+    /// (signalled modified only if written).
+    fn open<'a>(&'a self, ctx: &Ctx, ring: WriteKey<'a>) -> TurnKeys<'a> {
+        TurnKeys {
+            ring,
+            pending: ctx.open_write(&self.pending),
+            active: ctx.open_write(&self.active),
+            leases: ctx.open_write(&self.leases),
+            jlease: ctx.open_write(&self.jlease),
+        }
+    }
 }
 
 /// The keys a served turn writes, each open once.
