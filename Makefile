@@ -7,7 +7,7 @@ MODULE := $(CURDIR)/target/release/libemq.so
 .PHONY: deps build run test unit lint bench criterion profile memcheck clean
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh build
 
 build: deps
 	cargo build --release --locked --lib --examples
@@ -45,19 +45,21 @@ criterion: build
 # claim, its Lua twin and the core commands of its floor.
 SCENARIO ?= WCLAIM K=1, 100 lanes
 profile: build
+	@scripts/deps.sh valgrind
 	scripts/profile.sh "$(SCENARIO)" emq::commands::claim::wclaim evalShaCommand \
 	  lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
 
 # The integration tests with the server under valgrind; fails on any
 # invalid access or definite leak in the module.
 memcheck: build
-	@command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind)
+	@scripts/deps.sh valgrind
 	scripts/memcheck.sh
 
 unit:
 	cargo test --release --locked --lib
 
-lint:
+lint: deps
+	@scripts/deps.sh lint
 	cargo fmt --check
 	cargo clippy --release --locked --all-targets -- -D warnings
 

@@ -18,7 +18,7 @@ shift || true
 functions=("$@")
 [ ${#functions[@]} -gt 0 ] || functions=(emq::commands::claim::wclaim)
 out="$(mktemp -d)"
-command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind)
+scripts/deps.sh valgrind
 real="$(scripts/servers.sh valkey9)"
 toggles=""
 for f in "${functions[@]}"; do toggles="$toggles --toggle-collect=$f"; done
@@ -34,9 +34,10 @@ file="$(ls "$out"/cg.* | head -1)"
 callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null >"$out/annotate.txt"
 echo "$only (Valkey 9.1, callgrind, instructions inside each function):"
 for f in "${functions[@]}"; do
-  calls="$(grep -A1 -F "cfn=$f" "$file" | awk -F'[= ]' '/^calls=/ {n += $2} END {print n + 0}')"
-  # The largest figure among the function's lines is its inclusive total.
-  total="$(grep -F ":$f" "$out/annotate.txt" | awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {print max + 0}')"
+  calls="$(grep -A1 -F "cfn=$f" "$file" | awk -F'[= ]' '/^calls=/ {n += $2} END {printf "%.0f", n}')"
+  # The largest figure among the function's lines is its inclusive total
+  # (printed whole: awk would print a total past 2^31 as 2.66329e+10).
+  total="$(grep -F ":$f" "$out/annotate.txt" | awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {printf "%.0f", max}')"
   if [ "${calls:-0}" -gt 0 ] && [ -n "$total" ]; then
     printf '  %-40s %8d calls %12d per call\n' "$f" "$calls" "$((total / calls))"
   fi
