@@ -7,10 +7,11 @@ for i = 2, #ARGV, 2 do
 end
 redis.call('LLEN', RING)
 local was = serviceable(lane_state(lane))
-redis.call('HLEN', JLEASE)
+redis.call('HLEN', JLEASE); redis.call('HLEN', JDEAD)
 local pairs = {}
 for i = 2, #ARGV, 2 do
-  if redis.call('HEXISTS', JLEASE, ARGV[i + 1]) == 0 then
+  -- a job id leased or dead is not added
+  if redis.call('HEXISTS', JLEASE, ARGV[i + 1]) == 0 and redis.call('HEXISTS', JDEAD, ARGV[i + 1]) == 0 then
     pairs[#pairs + 1] = ARGV[i]
     pairs[#pairs + 1] = ARGV[i + 1]
   end

@@ -12,7 +12,7 @@ local jobs = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now_ms(), 'LIMIT', 0, c
 local items = {}
 for i, job in ipairs(jobs) do
   local rec = redis.call('HGET', JLEASE, job)
-  if rec then items[i] = {job, parse_record(rec, job)} else items[i] = {job} end
+  if rec then items[i] = {job, parse_record(rec)} else items[i] = {job} end
 end
 release(items, true)
 return jobs

@@ -1,10 +1,12 @@
--- shared.lua: what the lifecycle twins share. Each of enqueue, ack, nack,
--- extend, reap, limit, pause, resume, reassign and lane is this file
+-- shared.lua: what the twins share. Every twin but weight.lua is this file
 -- followed by its own (tests/common and benches load them so).
--- KEYS[1] = P. Helpers raise errors as {err = ...} tables.
+-- KEYS[1] = P (for wclaim.lua, which keeps the seed's convention, KEYS[1] is
+-- the ring and its prefix is ARGV[1]: it calls only the helpers that take
+-- the prefix as an argument). Helpers raise errors as {err = ...} tables.
 local P = KEYS[1] or ''
 local RING, ACTIVE, LIMIT, PAUSED = P .. 'gring', P .. 'gactive', P .. 'glimit', P .. 'gpaused'
 local LEASES, JLEASE, WEIGHT = P .. 'leases', P .. 'jlease', P .. 'gweight'
+local JDEAD = P .. 'jdead'
 
 local function pending(lane) return P .. 'g:' .. lane .. ':pending' end
 local function fail(msg) error({err = msg}) end
@@ -23,10 +25,16 @@ local function is_int(s)
   if #digits ~= 19 then return #digits < 19 end
   return digits <= (string.sub(s, 1, 1) == '-' and '9223372036854775808' or '9223372036854775807')
 end
--- What ZADD takes as a score (strtod, no spaces, no NaN).
+-- What ZADD takes as a score: a decimal float, no spaces, no NaN, no
+-- overflow to infinity (only "inf" itself), no underflow to zero.
 local function is_float(s)
   local v = tonumber(s)
-  return v ~= nil and v == v and not string.find(s, '^%s') and not string.find(s, '%s$')
+  if v == nil or v ~= v or string.find(s, '^%s') or string.find(s, '%s$') or string.find(s, '[xX]') then
+    return false
+  end
+  if v == math.huge or v == -math.huge then return string.find(string.lower(s), '^[+-]?inf') ~= nil end
+  if v == 0 then return not string.find(string.lower(s):gsub('e.*', ''), '[1-9]') end
+  return true
 end
 local function quote(s) return "'" .. s .. "'" end
 
@@ -63,15 +71,13 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- "<mint> <lane>" -> mint, lane
-local function parse_record(rec, job)
+-- "<mint> <lane>" -> mint, lane; nothing when the record is damaged (no
+-- space, an empty lane, or a mint ZADD would refuse).
+local function parse_record(rec)
   local sp = string.find(rec, ' ', 1, true)
-  local mint = sp and string.sub(rec, 1, sp - 1)
-  local lane = sp and string.sub(rec, sp + 1)
-  local v = mint and tonumber(mint)
-  if not sp or lane == '' or v == nil or v ~= v or string.find(mint, '^%s') then
-    fail('ERR lease record of job ' .. quote(job) .. ' in ' .. quote(JLEASE) .. ' is not "<mint> <lane>"')
-  end
+  if not sp then return end
+  local mint, lane = string.sub(rec, 1, sp - 1), string.sub(rec, sp + 1)
+  if lane == '' or not is_float(mint) then return end
   return mint, lane
 end
 
@@ -92,10 +98,8 @@ local function release(items, restore)
   if #order > 0 then redis.call('LLEN', RING) end
   for _, it in ipairs(items) do
     redis.call('ZREM', LEASES, it[1])
-    if it[3] then
-      redis.call('HDEL', JLEASE, it[1])
-      if restore then redis.call('ZADD', pending(it[3]), it[2], it[1]) end
-    end
+    redis.call('HDEL', JLEASE, it[1]) -- a damaged record goes too
+    if it[3] and restore then redis.call('ZADD', pending(it[3]), it[2], it[1]) end
   end
   for _, lane in ipairs(order) do
     if redis.call('HINCRBY', ACTIVE, lane, -counts[lane]) <= 0 then redis.call('HDEL', ACTIVE, lane) end
@@ -108,7 +112,7 @@ local function leased_under(job, token)
   local s = redis.call('ZSCORE', LEASES, job)
   if s and tonumber(s) == tonumber(token) then
     local rec = redis.call('HGET', JLEASE, job)
-    if rec then return {job, parse_record(rec, job)} end
+    if rec then return {job, parse_record(rec)} end
     return {job}
   end
   return nil
@@ -146,4 +150,56 @@ local function set_paused(name, paused)
   redis.call(paused and 'SADD' or 'SREM', PAUSED, lane)
   follow(lane, serviceable(s))
   return 1
+end
+
+-- ---- the claim turn (claim.lua, wclaim.lua) ----
+
+-- The rotated lane g cannot be served: it leaves the ring.
+local function drop(ring, g)
+  redis.call('LREM', ring, 0, g)
+  return {}
+end
+-- Whether a lane's pending key is a zset or missing (else the lane is damaged).
+local function zset_or_none(key)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'zset' or t == 'none'
+end
+-- Whether a stored number is sound: absent, or an integer (>= min if given).
+local function sound(v, min)
+  return not v or (is_int(v) and (min == nil or tonumber(v) >= min))
+end
+
+-- The second half of a turn (SPEC section 2): lease up to k heads of lane g
+-- not already leased or dead (those met on the way are removed), all under
+-- one deadline; gactive grows by the number leased; the re-ring guard runs.
+-- cur: the active count read before. Reply: {g, deadline, job...} or {}.
+local function lease_heads(p, ring, g, lane, depth, k, lim, cur, lease)
+  if k <= 0 then return drop(ring, g) end
+  cur = tonumber(cur or '0')
+  if cur + k >= 9223372036854775807 then return {} end -- the count would overflow: skipped
+  local t = redis.call('TIME')
+  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(lease)
+  local leases, jlease, jdead = p .. 'leases', p .. 'jlease', p .. 'jdead'
+  local reply = {g, deadline}
+  local taken, left = 0, depth
+  while taken < k and left > 0 do
+    local popped = redis.call('ZPOPMIN', lane, k - taken)
+    for i = 1, #popped, 2 do
+      left = left - 1
+      local job = popped[i]
+      if redis.call('HEXISTS', jlease, job) == 0 and redis.call('HEXISTS', jdead, job) == 0 then
+        redis.call('ZADD', leases, deadline, job)
+        redis.call('HSET', jlease, job, popped[i + 1] .. ' ' .. g)
+        reply[#reply + 1] = job
+        taken = taken + 1
+      end
+    end
+  end
+  local active = cur
+  if taken > 0 then active = redis.call('HINCRBY', p .. 'gactive', g, taken) end
+  if left == 0 or (lim and active >= tonumber(lim)) then
+    redis.call('LREM', ring, 0, g)
+  end
+  if taken == 0 then return {} end
+  return reply
 end

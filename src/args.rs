@@ -1,9 +1,85 @@
 //! Argument parsing: one strict integer grammar (the server's own, so that a
-//! value a core command stores is a value the module reads) and the typed
-//! arguments the commands share.
+//! value a core command stores is a value the module reads), the typed
+//! arguments the commands share, and [`Args`], the cursor every command
+//! reads its arguments with.
 
 use crate::errors::{Error, LEASE_RANGE};
+use crate::ffi::{Arg, Argv};
 use crate::keys;
+
+/// A command's arguments, read in order; running past the end is the
+/// server's arity error.
+pub struct Args<'a> {
+    argv: Argv<'a>,
+    at: usize,
+}
+
+impl<'a> Args<'a> {
+    /// The arguments after the command name, when there are `min..=max` of
+    /// them (the name excluded); else the arity error.
+    pub fn new(argv: Argv<'a>, min: usize, max: usize) -> Result<Args<'a>, Error> {
+        let n = argv.len().saturating_sub(1);
+        if n < min || n > max {
+            return Err(Error::WrongArity);
+        }
+        Ok(Args { argv, at: 1 })
+    }
+
+    pub fn arg(&mut self) -> Result<Arg<'a>, Error> {
+        let arg = self.argv.get(self.at).ok_or(Error::WrongArity)?;
+        self.at += 1;
+        Ok(arg)
+    }
+
+    /// How many arguments are left.
+    pub fn left(&self) -> usize {
+        self.argv.len().saturating_sub(self.at)
+    }
+
+    /// The rest, each once.
+    pub fn rest(&mut self) -> Vec<Arg<'a>> {
+        let rest: Vec<Arg<'a>> = self.argv.tail(self.at).collect();
+        self.at = self.argv.len();
+        rest
+    }
+
+    pub fn prefix(&mut self, cluster: bool) -> Result<Arg<'a>, Error> {
+        let p = self.arg()?;
+        prefix(p.bytes(), cluster)?;
+        Ok(p)
+    }
+
+    pub fn lane(&mut self) -> Result<Arg<'a>, Error> {
+        let l = self.arg()?;
+        lane(l.bytes())?;
+        Ok(l)
+    }
+
+    pub fn int(
+        &mut self,
+        name: &'static str,
+        min: i64,
+        max: i64,
+        expected: &'static str,
+    ) -> Result<i64, Error> {
+        int_in(self.arg()?.bytes(), name, min, max, expected)
+    }
+
+    pub fn lease(&mut self) -> Result<i64, Error> {
+        lease(self.arg()?.bytes())
+    }
+
+    /// An optional `KEYWORD value` pair at the end (`COUNT n`, `BLOCK ms`):
+    /// `None` when no arguments are left; a syntax error when what is left is
+    /// not exactly that.
+    pub fn option(&mut self, keyword: &str) -> Result<Option<Arg<'a>>, Error> {
+        match self.left() {
+            0 => Ok(None),
+            2 if is_keyword(self.arg()?.bytes(), keyword) => Ok(Some(self.arg()?)),
+            _ => Err(Error::Syntax),
+        }
+    }
+}
 
 /// The longest lease: 2^40 ms (about 35 years).
 pub const LEASE_MAX: i64 = 1 << 40;

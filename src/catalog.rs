@@ -134,7 +134,7 @@ pub const COMMANDS: &[CommandDoc] = &[
         handler: lifecycle::enqueue,
         flags: "write deny-oom fast",
         arity: -5,
-        summary: "Adds jobs to a lane (ZADD NX), skipping leased ids, and rings the lane if it became serviceable.",
+        summary: "Adds jobs to a lane (ZADD NX), skipping leased and dead ids, and rings the lane if it became serviceable.",
         complexity: "O(M log N) for M jobs added to a lane of N.",
         args: &[PREFIX, LANE, many("data", Kind::Block(MINT_JOB))],
         readonly: false,

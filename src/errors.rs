@@ -1,5 +1,5 @@
-//! Every error reply the module gives. Each begins with `ERR` or
-//! `WRONGTYPE`, as core commands' do, and names what was wrong. An error is
+//! Every error reply the module gives. Each begins with `ERR`, `WRONGTYPE`
+//! or `NOPERM`, as core commands' do, and names what was wrong. An error is
 //! always returned before a command's first write: it means nothing changed.
 
 use std::ffi::CString;
@@ -43,6 +43,12 @@ pub enum Error {
     /// An internal command called by a client (it runs only from the
     /// replication stream or an AOF load).
     InternalCommand(&'static str),
+    /// The caller's user may not access `key`, a key the command would touch.
+    NoPermission {
+        key: Vec<u8>,
+    },
+    /// A BLOCK timeout past what the server accepts.
+    TimeoutRange,
     /// `EMQ.TURN` does not fit this keyspace: `lane` is not the head of the
     /// ring `key` with enough pending jobs.
     TurnMismatch {
@@ -58,7 +64,6 @@ pub const FLOAT: &str = "a float";
 pub const TIMEOUT_RANGE: &str = "an integer >= 0";
 pub const COUNT_RANGE: &str = "an integer >= 1";
 pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";
-pub const RECORD: &str = "\"<mint> <lane>\"";
 pub const BOOLEAN: &str = "0 or 1";
 
 impl Error {
@@ -107,6 +112,11 @@ impl Error {
             Error::InternalCommand(name) => format!(
                 "ERR {name} is internal: it runs only from the replication stream or an AOF load"
             ),
+            Error::NoPermission { key } => format!(
+                "NOPERM this user has no permissions to access the '{}' key",
+                quote(key)
+            ),
+            Error::TimeoutRange => "ERR BLOCK timeout is out of range".to_string(),
             Error::TurnMismatch { lane, key } => format!(
                 "ERR EMQ.TURN: lane '{}' is not at the head of '{}' with enough pending jobs (this keyspace differs from the primary's)",
                 quote(lane),
@@ -165,10 +175,17 @@ mod tests {
                 lane: b"a".to_vec(),
                 key: b"p:gring".to_vec(),
             },
+            Error::NoPermission {
+                key: b"q:gring".to_vec(),
+            },
+            Error::TimeoutRange,
         ];
         for e in all {
             let m = e.message().expect("worded by the module");
-            assert!(m.starts_with("ERR ") || m.starts_with("WRONGTYPE "), "{m}");
+            assert!(
+                m.starts_with("ERR ") || m.starts_with("WRONGTYPE ") || m.starts_with("NOPERM "),
+                "{m}"
+            );
         }
         assert_eq!(Error::WrongArity.message(), None);
     }

@@ -1,14 +1,15 @@
 //! Property-based fuzzing (proptest) of the argument parsers and the
-//! scheduling logic: thousands of generated inputs per run, bounded in time,
-//! part of `make test`. (cargo fuzz needs a nightly toolchain, which this
-//! project's machines do not have.)
+//! scheduling rules: thousands of generated inputs per run, part of
+//! `make test`. Each property states a rule in other terms than the code
+//! does (the hash-tag rule is checked against the server's own CLUSTER
+//! KEYSLOT in tests/cluster.rs). (cargo fuzz needs a nightly toolchain,
+//! which this project's machines do not have.)
 
 use proptest::prelude::*;
 
 use crate::args::{self, parse_i64};
-use crate::keys;
-use crate::schedule::{claim_turn, ring_change, serve_count, Lane, RingChange, Turn};
-use crate::state::parse_record;
+use crate::record;
+use crate::schedule::{head_turn, leaves_after, serve_count, take_heads, Head, Lane, Turn};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -17,25 +18,29 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// The server's own hash-tag rule (cluster.c keyHashSlot): the first `{`,
-/// then the first `}` after it, with something in between.
-fn server_tag(key: &[u8]) -> Option<&[u8]> {
-    let open = key.iter().position(|&b| b == b'{')?;
-    let close = key[open + 1..].iter().position(|&b| b == b'}')?;
-    (close > 0).then(|| &key[open + 1..open + 1 + close])
+fn stored() -> impl Strategy<Value = Result<Option<i64>, ()>> {
+    prop_oneof![
+        Just(Ok(None)),
+        (-5i64..60).prop_map(|v| Ok(Some(v))),
+        Just(Err(())),
+    ]
 }
 
-fn lane_strategy() -> impl Strategy<Value = Lane> {
+fn head_strategy() -> impl Strategy<Value = Head> {
     (
-        0u64..50,
-        -5i64..60,
-        proptest::option::of(-3i64..40),
+        any::<bool>(),
+        proptest::option::weighted(0.9, 0u64..50),
+        stored(),
+        stored(),
+        stored(),
         any::<bool>(),
     )
-        .prop_map(|(depth, active, limit, paused)| Lane {
+        .prop_map(|(name_empty, depth, weight, limit, active, paused)| Head {
+            name_empty: name_empty && depth == Some(7),
             depth,
-            active,
+            weight,
             limit,
+            active,
             paused,
         })
 }
@@ -71,23 +76,11 @@ proptest! {
     }
 
     #[test]
-    fn hash_tags_follow_the_servers_rule(key in proptest::collection::vec(prop_oneof![Just(b'{'), Just(b'}'), Just(b'a')], 0..12)) {
-        prop_assert_eq!(keys::has_hash_tag(&key), server_tag(&key).is_some());
-        // Every key the module derives from a tagged prefix hashes like the prefix.
-        if let Some(tag) = server_tag(&key) {
-            let derived = keys::pending(&key, b"{lane}");
-            prop_assert_eq!(server_tag(&derived), Some(tag));
-        }
-    }
-
-    #[test]
-    fn lease_records_round_trip(mint in any::<f64>().prop_filter("a score", |m| !m.is_nan()), lane in "[ -~]{1,20}") {
-        let record = format!("{mint} {lane}");
-        let (text, parsed, parsed_lane) = parse_record(record.as_bytes()).expect("parses");
-        prop_assert_eq!(parsed, mint);
-        let printed = format!("{mint}");
-        prop_assert_eq!(text, printed.as_bytes());
-        prop_assert_eq!(parsed_lane, lane.as_bytes());
+    fn a_record_splits_where_the_mint_ends(mint in "[-+.e0-9a-z]{1,12}", lane in "[ -~]{1,20}") {
+        let text = record::parts(mint.as_bytes(), lane.as_bytes()).concat();
+        let rec = record::parse(&text).expect("a mint without spaces and a lane");
+        prop_assert_eq!(rec.mint, mint.as_bytes());
+        prop_assert_eq!(rec.lane, lane.as_bytes());
     }
 
     #[test]
@@ -102,30 +95,58 @@ proptest! {
         prop_assert!(clamps.contains(&k));
     }
 
+    /// Whatever the head's state: a served turn never passes the ceiling,
+    /// serves only a sound, serviceable lane, and never more than its
+    /// weight; a lane that is sound and serviceable is never dropped or
+    /// skipped.
     #[test]
-    fn a_turn_never_passes_the_ceiling_and_the_guard_is_exact(weight in 1i64..20, lane in lane_strategy()) {
-        match claim_turn(weight, &lane) {
-            Turn::Drop => prop_assert!(lane.depth == 0 || serve_count(weight, lane.depth, lane.limit, lane.active) <= 0),
-            Turn::Serve { k, leaves_ring } => {
-                prop_assert!(k >= 1 && k <= weight && k as u64 <= lane.depth);
-                let active = lane.active + k;
+    fn a_turn_serves_exactly_the_sound_serviceable_heads(head in head_strategy(), max_claim in 1i64..8) {
+        let sound = head.weight.is_ok() && head.limit.is_ok()
+            && matches!(head.active, Ok(a) if a.unwrap_or(0) >= 0) && head.depth.is_some();
+        let lane = Lane {
+            depth: head.depth.unwrap_or(0),
+            active: head.active.ok().flatten().unwrap_or(0),
+            limit: head.limit.ok().flatten(),
+            paused: head.paused,
+        };
+        match head_turn(&head, max_claim) {
+            Turn::Serve { k, lane: served } => {
+                prop_assert!(!head.name_empty && sound && lane.serviceable());
+                prop_assert_eq!(served, Lane { paused: false, ..lane });
+                prop_assert!(k >= 1 && k as u64 <= lane.depth && k <= max_claim);
                 if let Some(lim) = lane.limit {
-                    prop_assert!(active <= lim.max(lane.active), "past the ceiling");
+                    prop_assert!(lane.active + k <= lim, "past the ceiling");
                 }
-                let after = Lane { depth: lane.depth - k as u64, active, paused: false, ..lane };
-                prop_assert_eq!(leaves_ring, !after.serviceable());
+                let weight = head.weight.ok().flatten().unwrap_or(1).max(1);
+                prop_assert!(k <= weight);
             }
+            Turn::Skip(_) => prop_assert!(!head.name_empty && !sound),
+            Turn::Drop => prop_assert!(head.name_empty || !lane.serviceable() || head.depth == Some(0)),
         }
     }
 
+    /// The guard after a turn: the lane stays exactly when it can still be
+    /// served.
     #[test]
-    fn ring_changes_follow_serviceability(before in lane_strategy(), after in lane_strategy()) {
-        let change = ring_change(&before, &after);
-        let expect = match (before.serviceable(), after.serviceable()) {
-            (false, true) => RingChange::Join,
-            (true, false) => RingChange::Leave,
-            _ => RingChange::Stay,
-        };
-        prop_assert_eq!(change, expect);
+    fn the_guard_keeps_exactly_the_serviceable(depth in 1u64..40, active in 0i64..30, limit in proptest::option::of(1i64..40), consumed in 0u64..40, leased in 0i64..10) {
+        let lane = Lane { depth, active, limit, paused: false };
+        let after = Lane { depth: depth.saturating_sub(consumed), active: active + leased, limit, paused: false };
+        prop_assert_eq!(leaves_after(&lane, consumed, leased), !after.serviceable());
+    }
+
+    /// Taking heads: every fresh head before the last one taken is taken,
+    /// no duplicate is, and no more than K.
+    #[test]
+    fn fresh_heads_are_taken_in_order(k in 1i64..6, dups in proptest::collection::vec(any::<bool>(), 0..12)) {
+        let (consumed, taken) = take_heads(k, dups.clone());
+        prop_assert!(taken.len() as i64 <= k);
+        prop_assert!(consumed <= dups.len());
+        let fresh_in_reach: Vec<usize> = (0..consumed).filter(|&i| !dups[i]).collect();
+        prop_assert_eq!(&taken, &fresh_in_reach);
+        if (taken.len() as i64) < k {
+            prop_assert_eq!(consumed, dups.len(), "stopped early");
+        } else if let Some(&last) = taken.last() {
+            prop_assert_eq!(consumed, last + 1, "nothing after the K-th is removed");
+        }
     }
 }

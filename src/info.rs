@@ -1,40 +1,37 @@
 //! `INFO emq`: which build is loaded (version and commit, baked in by
-//! build.rs), the `emq.max-claim` and `emq.replicate` in force, and the
-//! counters of `stats.rs`.
+//! build.rs), the configs in force, and the counters of `stats.rs`.
 
-use std::ffi::CString;
-use std::os::raw::c_int;
+use redis_module::{InfoContext, RedisResult};
 
-use redis_module::raw;
+use crate::{config, stats};
 
-use crate::stats;
-
-pub(crate) extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    unsafe {
-        let (Some(section), Some(text), Some(number)) = (
-            raw::RedisModule_InfoAddSection,
-            raw::RedisModule_InfoAddFieldCString,
-            raw::RedisModule_InfoAddFieldULongLong,
-        ) else {
-            return;
-        };
-        // An empty section name gives the module's own: `# emq`.
-        section(ctx, c"".as_ptr());
-        let version = concat!(env!("CARGO_PKG_VERSION"), "\0");
-        let commit = concat!(env!("EMQ_GIT_COMMIT"), "\0");
-        text(ctx, c"version".as_ptr(), version.as_ptr().cast());
-        text(ctx, c"commit".as_ptr(), commit.as_ptr().cast());
-        number(ctx, c"max_claim".as_ptr(), stats::max_claim() as u64);
-        let mode = if stats::replicate_command() {
-            c"command"
-        } else {
-            c"effects"
-        };
-        text(ctx, c"replicate".as_ptr(), mode.as_ptr());
-        for (name, value) in stats::fields() {
-            if let Ok(name) = CString::new(name) {
-                number(ctx, name.as_ptr(), value);
-            }
-        }
+pub fn emq(ctx: &InfoContext) {
+    if let Err(e) = build(ctx) {
+        crate::ffi::log_warning(&format!("emq: INFO emq: {e}"));
     }
+}
+
+fn build(ctx: &InfoContext) -> RedisResult<()> {
+    // An empty section name gives the module's own: `# emq`; every field is
+    // prefixed `emq_` by the server.
+    let mut section = ctx
+        .builder()
+        .add_section("")
+        .field("version", env!("CARGO_PKG_VERSION"))?
+        .field("commit", env!("EMQ_GIT_COMMIT"))?
+        .field("max_claim", config::max_claim())?
+        .field("reap_on_claim", config::reap_on_claim() as u64)?
+        .field(
+            "replicate",
+            if config::replicate_command() {
+                "command"
+            } else {
+                "effects"
+            },
+        )?;
+    for (name, value) in stats::fields() {
+        section = section.field(name, value)?;
+    }
+    section.build_section()?.build_info()?;
+    Ok(())
 }

@@ -9,6 +9,10 @@ pub const ACTIVE: &[u8] = b"gactive";
 pub const PAUSED: &[u8] = b"gpaused";
 pub const LEASES: &[u8] = b"leases";
 pub const JLEASE: &[u8] = b"jlease";
+pub const JRETURNS: &[u8] = b"jreturns";
+pub const DEAD: &[u8] = b"dead";
+pub const JDEAD: &[u8] = b"jdead";
+pub const POLICY: &[u8] = b"policy";
 
 /// `P g:<lane>:pending`, the lane's waiting jobs.
 pub fn pending(prefix: &[u8], lane: &[u8]) -> Vec<u8> {

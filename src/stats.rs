@@ -1,26 +1,8 @@
-//! What `INFO emq` counts, and the `emq.max-claim` and `emq.replicate`
-//! configs. Commands run on the server's main thread; atomics only make the
-//! statics safe to share.
+//! What `INFO emq` counts: the work clients asked for (a replica applying its
+//! primary's stream, or an AOF being loaded, counts nothing), and the
+//! module's own work (the expiry timer).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-
-/// `emq.max-claim`: the most heads one claim turn serves, whatever the
-/// weight, so that a huge weight cannot stall the server. The one place a
-/// native claim may serve fewer heads than its Lua twin.
-pub static MAX_CLAIM: AtomicI64 = AtomicI64::new(1000);
-
-pub fn max_claim() -> i64 {
-    MAX_CLAIM.load(Ordering::Relaxed).max(1)
-}
-
-/// `emq.replicate`: `effects` (false, the default: replicas and AOF readers
-/// need no module) or `command` (true: claims replicate as one `EMQ.TURN`,
-/// the clock-free commands as themselves; every reader needs the module).
-pub static REPLICATE_COMMAND: AtomicBool = AtomicBool::new(false);
-
-pub fn replicate_command() -> bool {
-    REPLICATE_COMMAND.load(Ordering::Relaxed)
-}
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Counter(AtomicU64);
 
@@ -50,13 +32,26 @@ pub static JOBS_CLAIMED: Counter = Counter::new();
 pub static JOBS_ENQUEUED: Counter = Counter::new();
 pub static JOBS_ACKED: Counter = Counter::new();
 pub static JOBS_NACKED: Counter = Counter::new();
+/// Leases returned by EMQ.REAP.
 pub static JOBS_REAPED: Counter = Counter::new();
+/// Leases returned by claims before their turn (`emq.reap-on-claim`).
+pub static JOBS_REAPED_BY_CLAIMS: Counter = Counter::new();
+/// Leases returned by the expiry timer of waiting clients.
+pub static JOBS_REAPED_BY_TIMER: Counter = Counter::new();
 pub static JOBS_EXTENDED: Counter = Counter::new();
+pub static JOBS_DIED: Counter = Counter::new();
+pub static JOBS_REVIVED: Counter = Counter::new();
+/// Head lanes a claim skipped because their own state is damaged.
+pub static LANES_SKIPPED: Counter = Counter::new();
+/// Pending heads removed because the job was already leased or dead.
+pub static DUPLICATES_DROPPED: Counter = Counter::new();
+/// Leases dropped because their record was missing or damaged.
+pub static RECORDS_DROPPED: Counter = Counter::new();
 /// Clients waiting in a claim's BLOCK now.
 pub static BLOCKED: Counter = Counter::new();
 
-/// `INFO emq` fields, in order.
-pub fn fields() -> [(&'static str, u64); 9] {
+/// `INFO emq` counters, in order.
+pub fn fields() -> [(&'static str, u64); 16] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -65,7 +60,14 @@ pub fn fields() -> [(&'static str, u64); 9] {
         ("jobs_acked", JOBS_ACKED.get()),
         ("jobs_nacked", JOBS_NACKED.get()),
         ("jobs_reaped", JOBS_REAPED.get()),
+        ("jobs_reaped_by_claims", JOBS_REAPED_BY_CLAIMS.get()),
+        ("jobs_reaped_by_timer", JOBS_REAPED_BY_TIMER.get()),
         ("jobs_extended", JOBS_EXTENDED.get()),
+        ("jobs_died", JOBS_DIED.get()),
+        ("jobs_revived", JOBS_REVIVED.get()),
+        ("lanes_skipped", LANES_SKIPPED.get()),
+        ("duplicates_dropped", DUPLICATES_DROPPED.get()),
+        ("records_dropped", RECORDS_DROPPED.get()),
         ("blocked_clients", BLOCKED.get()),
     ]
 }

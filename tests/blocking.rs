@@ -358,12 +358,15 @@ fn unserviceable_head_lanes_leave_the_ring_before_the_serving_one() {
     assert_eq!(ring(&mut c, P), ["c"], "a and b left the ring");
 }
 
+/// A BLOCK claim that can serve nothing writes nothing (a wake-up that
+/// writes and keeps waiting aborts Redis 7.0): lane a heads the ring and
+/// cannot be served (its jobs went behind the module's back), lane b after
+/// it is damaged (skipped), in one of two ways. The claim waits, times out,
+/// and the keyspace is as it was; a non-blocking claim then drops a.
 #[test]
-fn a_blocking_claim_that_meets_an_error_after_a_droppable_lane_changes_nothing() {
+fn a_blocking_claim_that_can_serve_nothing_writes_nothing() {
     let server = Server::start();
     let mut c = server.conn();
-    // Lane a heads the ring and can be dropped (its jobs went behind the
-    // module's back); lane b after it is corrupt, in one of two ways.
     let corrupt_weight = |c: &mut redis::Connection, p: &str| {
         let _: () = redis::cmd("HSET")
             .arg(format!("{p}gweight"))
@@ -381,17 +384,12 @@ fn a_blocking_claim_that_meets_an_error_after_a_droppable_lane_changes_nothing()
             .unwrap();
     };
     type Corrupt<'a> = &'a dyn Fn(&mut redis::Connection, &str);
-    let cases: [(&str, &str, Corrupt, &str); 3] = [
-        (
-            "e1{q}:",
-            "EMQ.WCLAIM",
-            &corrupt_weight,
-            "ERR weight of lane 'b' in 'e1{q}:gweight' is not an integer",
-        ),
-        ("e2{q}:", "EMQ.WCLAIM", &wrong_type, "WRONGTYPE"),
-        ("e3{q}:", "EMQ.CLAIM", &wrong_type, "WRONGTYPE"),
+    let cases: [(&str, &str, Corrupt); 3] = [
+        ("e1{q}:", "EMQ.WCLAIM", &corrupt_weight),
+        ("e2{q}:", "EMQ.WCLAIM", &wrong_type),
+        ("e3{q}:", "EMQ.CLAIM", &wrong_type),
     ];
-    for (p, verb, corrupt, error) in cases {
+    for (p, verb, corrupt) in cases {
         for lane in ["a", "b"] {
             cmd(&mut c, &["EMQ.ENQUEUE", p, lane, "1", &format!("{lane}1")]);
         }
@@ -402,15 +400,11 @@ fn a_blocking_claim_that_meets_an_error_after_a_droppable_lane_changes_nothing()
         corrupt(&mut c, p);
         let before = digest(&mut c);
         let reply = cmd(&mut c, &[verb, p, "60000", "BLOCK", "100"]);
-        assert!(
-            reply.err().is_some_and(|e| e.starts_with(error)),
-            "{verb}: {reply:?}"
-        );
-        assert_eq!(
-            digest(&mut c),
-            before,
-            "{verb}: nothing changed (a is still ringed)"
-        );
+        assert_eq!(reply, Reply::Ok(Value::Nil), "{verb}: timed out");
+        assert_eq!(digest(&mut c), before, "{verb}: nothing changed");
         assert_eq!(ring(&mut c, p), ["a", "b"]);
+        let reply = cmd(&mut c, &[verb, p, "60000"]);
+        assert_eq!(reply.claim(), None, "{verb}: a is dropped, nothing served");
+        assert_eq!(ring(&mut c, p), ["b"]);
     }
 }

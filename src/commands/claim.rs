@@ -1,472 +1,515 @@
 //! EMQ.CLAIM and EMQ.WCLAIM: one rota step, then `K = min(weight, depth,
 //! headroom)` heads of the rotated lane, leased under one deadline.
 //!
-//! What a turn does to the keyspace (the same as the seed's `@gwclaim` and
-//! `lua/wclaim.lua`):
-//! - ring empty: nothing;
-//! - [`Turn::Drop`]: the head lane leaves the ring (rotate + remove = pop head);
-//! - [`Turn::Serve`]: the ring rotates one step; the K lowest-scored pending
-//!   jobs move to `P leases` (score = deadline) and `P jlease`
-//!   (`"<mint> <lane>"`); `gactive[lane] += K`; if the guard says so, the lane
-//!   (now the ring's tail) leaves the ring.
+//! What a turn does with the ring's head lane (`schedule::head_turn`):
+//! - it cannot be served (empty name, empty, paused, no headroom): it leaves
+//!   the ring (a head pop), nothing is served;
+//! - its own state is damaged: it rotates to the tail untouched, the log
+//!   says why, nothing is served;
+//! - else the ring rotates one step and the lane's heads are taken in ZPOPMIN
+//!   order: a head already leased or dead (a duplicate id) is removed from
+//!   the lane, the others are leased (`P leases` score = the deadline,
+//!   `P jlease` = `"<mint> <lane>"`) until K are; `gactive[lane]` grows by
+//!   the number leased; then the lane leaves the ring (from the tail, where
+//!   it was just rotated) if it is no longer serviceable.
 //!
-//! Every read and type check happens before the first write.
+//! Every key a turn touches is opened, type-checked and permission-checked
+//! before its first write; damage to a queue-wide key is an error.
+//!
+//! With BLOCK a claim first looks, without writing, for the first lane of the
+//! ring that would serve; only then does it run the turns up to it (dropping
+//! and skipping the lanes before it). A claim that would serve nothing writes
+//! nothing and waits: a blocked client's wake-up that writes and keeps
+//! waiting aborts Redis 7.0.
 
-use crate::args;
+use crate::args::{self, Args};
+use crate::config;
 use crate::errors::{Error, BOOLEAN, COUNT_RANGE, INTEGER, TIMEOUT_RANGE};
-use crate::keys;
-use crate::schedule::{self, Lane, Turn};
-use crate::state::{self, Queue};
+use crate::ffi::block::Wait;
+use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, Kind, RStr, Reply, Word};
+use crate::queue::Queue;
+use crate::record;
+use crate::schedule::{self, Head, Stored, Turn};
 use crate::stats;
-use std::io::Write as _;
 
-use crate::store::{self, Arg, Argv, Class, Ctx, KeyRead, Kind, RStr, Word, WriteKey};
+use super::Call;
 
 /// `EMQ.CLAIM P lease [BLOCK ms]`: plain rotation, the weight taken as 1.
-pub fn claim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    command(ctx, argv, false)
+pub fn claim<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+    command(call, argv, false)
 }
 
 /// `EMQ.WCLAIM P lease [BLOCK ms]`: the weighted rotation.
-pub fn wclaim(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    command(ctx, argv, true)
+pub fn wclaim<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+    command(call, argv, true)
 }
 
-/// What one attempt at a turn came to. Only `Served` has replied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Served,
-    /// The head lane could not be served and left the ring.
-    Dropped,
-    /// The head lane cannot be served, and the caller did not let it drop.
-    WouldDrop,
-    /// No ring: nothing can be served now.
-    Empty,
+/// The most a BLOCK timeout may be: the server adds it to its clock and
+/// refuses a sum past 2^63 (kept a day clear of that, for clocks that differ).
+fn block_limit(now: i64) -> i64 {
+    i64::MAX - now.max(0) - 86_400_000
 }
 
-/// The arguments: prefix, lease, and the BLOCK timeout in ms (0 = forever).
-fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<(Arg<'a>, i64, Option<i64>), Error> {
+struct Request<'a> {
+    prefix: Arg<'a>,
+    lease: i64,
+    /// The BLOCK timeout in ms (0 = forever).
+    block: Option<i64>,
+}
+
+fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Request<'a>, Error> {
     if argv.len() != 3 && argv.len() != 5 {
         return Err(Error::WrongArity);
     }
-    let prefix = argv.get(1);
-    args::prefix(prefix.bytes(), ctx.is_cluster())?;
-    let lease = args::lease(argv.get(2).bytes())?;
-    let block = if argv.len() == 5 {
-        if !args::is_keyword(argv.get(3).bytes(), "BLOCK") {
-            return Err(Error::Syntax);
+    let mut args = Args::new(argv, 2, 4)?;
+    let prefix = args.prefix(ctx.is_cluster())?;
+    let lease = args.lease()?;
+    let block = match args.option("BLOCK")? {
+        None => None,
+        Some(ms) => {
+            let ms = args::int_in(ms.bytes(), "BLOCK timeout", 0, i64::MAX, TIMEOUT_RANGE)?;
+            if ms > block_limit(ctx.now_ms()) {
+                return Err(Error::TimeoutRange);
+            }
+            Some(ms)
         }
-        Some(args::int_in(
-            argv.get(4).bytes(),
-            "BLOCK timeout",
-            0,
-            i64::MAX,
-            TIMEOUT_RANGE,
-        )?)
-    } else {
-        None
     };
-    Ok((prefix, lease, block))
+    Ok(Request { prefix, lease, block })
 }
 
-fn command(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<(), Error> {
-    let (prefix, lease, block) = parse(ctx, argv)?;
-    // Inside MULTI or a script a call never blocks: it is the plain call.
-    let block = block.filter(|_| !ctx.in_transaction_or_script());
-    let Some(timeout) = block else {
-        if turn(ctx, prefix, lease, weighted, true)? != Outcome::Served {
-            stats::CLAIMS_EMPTY.add(1);
-            ctx.reply_empty_array();
-        }
-        return Ok(());
-    };
-    if serve_or_wait(ctx, prefix, lease, weighted)? {
-        return Ok(());
-    }
-    // Nothing serviceable: wait on the ring, woken when a lane joins it.
-    let ring_name = Queue::new(ctx, prefix.bytes()).key(keys::RING);
-    stats::BLOCKED.add(1);
-    ctx.block_on_key(&ring_name, timeout, super::blocked_claim_callbacks(weighted));
-    Ok(())
-}
-
-/// Turns until one serves (true) or the ring is empty (false): a lane that
-/// cannot be served leaves the ring, so a client waits only when no lane is
-/// serviceable. A dropped lane is a write, so before the first drop every
-/// lane up to the first serviceable one is checked: an error still means
-/// nothing changed.
-fn serve_or_wait(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool) -> Result<bool, Error> {
-    match turn(ctx, prefix, lease, weighted, false)? {
-        Outcome::Served => return Ok(true),
-        Outcome::Empty => return Ok(false),
-        Outcome::Dropped | Outcome::WouldDrop => check_run(ctx, prefix, weighted)?,
-    }
-    loop {
-        match turn(ctx, prefix, lease, weighted, true)? {
-            Outcome::Served => return Ok(true),
-            Outcome::Dropped | Outcome::WouldDrop => continue,
-            Outcome::Empty => return Ok(false),
-        }
-    }
-}
-
-/// Reads, without writing, what the turns of [`serve_or_wait`] will read:
-/// the ring's lanes from its head up to the first one that can serve, and
-/// the keys a serving turn writes. Keys are opened for writing only because
-/// the key API opens a missing key for reading as nothing; none is written.
-fn check_run(ctx: &Ctx, prefix: Arg, weighted: bool) -> Result<(), Error> {
-    let q = Queue::new(ctx, prefix.bytes());
-    state::expect_kind(ctx, &q.key(keys::LEASES), Kind::Zset)?;
-    state::expect_kind(ctx, &q.key(keys::JLEASE), Kind::Hash)?;
-    let ring_name = q.key(keys::RING);
-    let Some(ring) = ctx.open_read(&ring_name) else {
-        return Ok(());
-    };
-    ring.kind().expect(Kind::List)?;
-    let active_name = q.key(keys::ACTIVE);
-    for i in 0..ring.len() {
-        let Some(lane) = ring.list_get(i as i64) else {
-            break;
-        };
-        let pending_name = q.pending(lane.bytes());
-        let pending = ctx.open_write(&pending_name);
-        let active = ctx.open_write(&active_name);
-        if let Decision::Serve { .. } =
-            decide(&q, lane.as_arg(), &pending, (&active, &active_name), weighted)?
-        {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// A blocked claim's ring became ready: claim once; `Ok(false)` keeps the
-/// client waiting (another client took the lane).
-pub fn on_ready(ctx: &Ctx, argv: Argv, weighted: bool) -> Result<bool, Error> {
-    let (prefix, lease, _) = parse(ctx, argv)?;
-    serve_or_wait(ctx, prefix, lease, weighted)
-}
-
-/// What a turn does with the lane at the ring's head.
-enum Decision {
-    Drop,
-    /// Serve `k` heads; the lane's active count becomes `active`; whether
-    /// the lane then leaves the ring.
-    Serve {
-        k: i64,
-        active: i64,
-        leaves: bool,
-    },
-}
-
-/// Decides a turn from reads only, validating each: the lane's pending zset
-/// and active count come open from the caller (for reading or writing).
-fn decide(
-    q: &Queue,
-    lane: Arg,
-    pending: &impl KeyRead,
-    (active, active_name): (&impl KeyRead, &RStr),
-    weighted: bool,
-) -> Result<Decision, Error> {
-    let ctx = q.ctx;
-    pending.kind().expect(Kind::Zset)?;
-    let depth = pending.len() as u64;
-    if depth == 0 {
-        return Ok(Decision::Drop);
-    }
-    let weight = if weighted {
-        let stored = state::stored_int(ctx, &q.key(keys::WEIGHT), lane, "weight of lane")?;
-        // emq.max-claim caps a turn: the one place native may serve fewer than Lua.
-        schedule::effective_weight(stored).min(stats::max_claim())
-    } else {
-        1
-    };
-    let limit = state::stored_int(ctx, &q.key(keys::LIMIT), lane, "limit of lane")?;
-    let active_count = state::int_field(active, active_name, lane, "active count of lane")?.unwrap_or(0);
-    let before = Lane {
-        depth,
-        active: active_count,
-        limit,
-        paused: false,
-    };
-    match schedule::claim_turn(weight, &before) {
-        Turn::Drop => Ok(Decision::Drop),
-        Turn::Serve { k, leaves_ring } => {
-            let active = add_active(active_count, k, lane, active_name)?;
-            Ok(Decision::Serve {
-                k,
-                active,
-                leaves: leaves_ring,
-            })
-        }
-    }
-}
-
-/// The lane's active count after `k` more leases.
-fn add_active(active: i64, k: i64, lane: Arg, key: &RStr) -> Result<i64, Error> {
-    active.checked_add(k).ok_or_else(|| Error::Overflow {
-        what: "active count of lane",
-        field: lane.bytes().to_vec(),
-        key: key.bytes().to_vec(),
-    })
-}
-
-/// One turn; with `may_drop` false, an unserviceable head lane stays and
-/// the turn is `WouldDrop`. Replies only when it serves.
-fn turn(ctx: &Ctx, prefix: Arg, lease: i64, weighted: bool, may_drop: bool) -> Result<Outcome, Error> {
-    // ---- read phase: each key opened once; the ones that may be written
-    // are opened for writing (signalled modified only if written) ----
-    let q = Queue::new(ctx, prefix.bytes());
-    let ring_name = q.key(keys::RING);
-    let ring = ctx.open_write(&ring_name);
-    ring.kind().expect(Kind::List)?;
-    let Some(lane_name) = ring.list_get(0) else {
-        return Ok(Outcome::Empty);
-    };
-    let lane = lane_name.as_arg();
-    let names = TurnNames::new(&q, lane);
-    let keys = names.open(ctx, ring);
-    let (k, new_active, leaves) =
-        match decide(&q, lane, &keys.pending, (&keys.active, &names.active), weighted)? {
-            Decision::Serve { k, active, leaves } => (k, active, leaves),
-            Decision::Drop if !may_drop => return Ok(Outcome::WouldDrop),
-            Decision::Drop => return Ok(drop_head(ctx, &keys.ring)),
-        };
-    keys.check()?;
-    let deadline = ctx.now_ms() + lease;
-
-    let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
-    if stats::replicate_command() {
-        ctx.replicate_ssiii(c"EMQ.TURN", prefix, lane, [deadline, k, i64::from(leaves)]);
-    } else {
-        replicate_effects(ctx, &keys, lane, &served, deadline);
-    }
-    reply(ctx, lane, deadline, &served);
-    Ok(Outcome::Served)
-}
-
-/// `EMQ.TURN P lane deadline k leaves`: a served turn exactly as a primary
-/// made it and replicated it (`emq.replicate command`): rotate the ring, lease
-/// the lane's `k` heads until `deadline`, and the lane leaves the ring when
-/// `leaves` is 1. Internal: accepted only from the replication stream or an
-/// AOF load, where the keyspace is the primary's at that point.
-pub fn replay_turn(ctx: &Ctx, argv: Argv) -> Result<(), Error> {
-    if argv.len() != 6 {
-        return Err(Error::WrongArity);
-    }
-    if !ctx.from_primary_or_loading() {
-        return Err(Error::InternalCommand("EMQ.TURN"));
-    }
-    let prefix = args::prefix(argv.get(1).bytes(), ctx.is_cluster())?;
-    let lane = argv.get(2);
-    args::lane(lane.bytes())?;
-    let deadline = args::int_in(argv.get(3).bytes(), "deadline", i64::MIN, i64::MAX, INTEGER)?;
-    let k = args::int_in(argv.get(4).bytes(), "k", 1, i64::MAX, COUNT_RANGE)?;
-    let leaves = args::int_in(argv.get(5).bytes(), "leaves", 0, 1, BOOLEAN)? == 1;
-
-    let q = Queue::new(ctx, prefix);
-    let ring_name = q.key(keys::RING);
-    let names = TurnNames::new(&q, lane);
-    let keys = names.open(ctx, ctx.open_write(&ring_name));
-    keys.ring.kind().expect(Kind::List)?;
-    keys.pending.kind().expect(Kind::Zset)?;
-    let head = keys.ring.list_get(0);
-    if head.as_ref().map(|h| h.bytes()) != Some(lane.bytes()) || (keys.pending.len() as i64) < k {
-        return Err(Error::TurnMismatch {
-            lane: lane.bytes().to_vec(),
-            key: ring_name.bytes().to_vec(),
+fn command<'a>(call: &Call, argv: Argv<'a>, weighted: bool) -> Result<Reply<'a>, Error> {
+    let req = parse(call.ctx, argv)?;
+    let q = Queue::new(call, req.prefix);
+    let claim = Claim::open(&q, weighted)?;
+    let deadline = call.ctx.now_ms().saturating_add(req.lease);
+    let Some(timeout) = req.block.filter(|_| call.ctx.may_block()) else {
+        return Ok(match claim.turn(deadline)? {
+            Some(reply) => reply,
+            None => {
+                call.count(&stats::CLAIMS_EMPTY, 1);
+                Reply::empty()
+            }
         });
+    };
+    if let Some(reply) = claim.serve_first_servable(deadline)? {
+        return Ok(reply);
     }
-    let active_count =
-        state::int_field(&keys.active, &names.active, lane, "active count of lane")?.unwrap_or(0);
-    keys.check()?;
-    let new_active = add_active(active_count, k, lane, &names.active)?;
-
-    let served = serve(ctx, &keys, lane, k, new_active, deadline, leaves);
-    // This server's own AOF (and nothing else: a replica's replicas get the
-    // primary's stream as it is).
-    ctx.replicate_verbatim();
-    reply(ctx, lane, deadline, &served);
-    Ok(())
+    // Nothing can be served: wait on the ring, woken when a lane joins it.
+    stats::BLOCKED.add(1);
+    let ready = if weighted { wclaim_ready } else { claim_ready };
+    call.ctx.block_on_key(
+        claim.ring.name(),
+        timeout,
+        Wait {
+            ready,
+            ended: || stats::BLOCKED.sub(1),
+        },
+    );
+    Ok(Reply::Blocked)
 }
 
-/// The names of the keys a served turn writes besides the ring.
-struct TurnNames {
-    pending: RStr,
-    active: RStr,
-    leases: RStr,
-    jlease: RStr,
+/// A blocked claim's ring was signalled: claim once if a lane can be served
+/// (`Some`), else keep waiting without writing anything (`None`).
+fn on_ready<'a>(ctx: &Ctx, argv: Argv<'a>, weighted: bool) -> Result<Option<Reply<'a>>, Error> {
+    let call = Call::new(ctx, false);
+    let req = parse(ctx, argv)?;
+    let q = Queue::new(&call, req.prefix);
+    let claim = Claim::open(&q, weighted)?;
+    let deadline = ctx.now_ms().saturating_add(req.lease);
+    claim.serve_first_servable(deadline)
 }
 
-impl TurnNames {
-    fn new(q: &Queue, lane: Arg) -> TurnNames {
-        TurnNames {
-            pending: q.pending(lane.bytes()),
-            active: q.key(keys::ACTIVE),
-            leases: q.key(keys::LEASES),
-            jlease: q.key(keys::JLEASE),
-        }
-    }
-
-    /// With the ring already open, each key opened once, for writing
-    /// (signalled modified only if written).
-    fn open<'a>(&'a self, ctx: &Ctx, ring: WriteKey<'a>) -> TurnKeys<'a> {
-        TurnKeys {
-            ring,
-            pending: ctx.open_write(&self.pending),
-            active: ctx.open_write(&self.active),
-            leases: ctx.open_write(&self.leases),
-            jlease: ctx.open_write(&self.jlease),
-        }
-    }
+fn claim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply<'a>>, Error> {
+    on_ready(ctx, argv, false)
 }
 
-/// The keys a served turn writes, each open once.
-struct TurnKeys<'a> {
-    ring: WriteKey<'a>,
-    pending: WriteKey<'a>,
-    active: WriteKey<'a>,
-    leases: WriteKey<'a>,
-    jlease: WriteKey<'a>,
+fn wclaim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply<'a>>, Error> {
+    on_ready(ctx, argv, true)
 }
 
-impl TurnKeys<'_> {
-    /// The types of the keys only a serving turn writes.
-    fn check(&self) -> Result<(), Error> {
-        self.leases.kind().expect(Kind::Zset)?;
-        self.jlease.kind().expect(Kind::Hash)
-    }
+/// A claim on one queue: the queue-wide keys it reads and writes, each
+/// opened and checked once, before anything is written.
+struct Claim<'q> {
+    q: &'q Queue<'q>,
+    ring: Key<'q>,
+    leases: Key<'q>,
+    jlease: Key<'q>,
+    jdead: Key<'q>,
+    active: Key<'q>,
+    limits: Key<'q>,
+    weights: Option<Key<'q>>,
 }
 
-/// What a served turn leased, for its reply and its replication.
-struct Served {
-    /// Whether the ring rotated (it has more than one lane).
-    rotated: bool,
-    /// Whether the lane left the ring (from its tail).
-    leaves: bool,
-    jobs: Vec<(RStr, f64)>,
-    records: Vec<RStr>,
-    new_active: RStr,
+/// What a turn will do with the head lane, decided from reads only.
+enum Plan<'q> {
+    Drop,
+    Skip(schedule::Damage),
+    Serve(Serving<'q>),
 }
 
-/// The writes of a served turn; nothing here can fail.
-fn serve(
-    ctx: &Ctx,
-    keys: &TurnKeys,
-    lane: Arg,
-    k: i64,
+/// A serving turn: which heads go, which of them are leased.
+struct Serving<'q> {
+    pending: Key<'q>,
+    /// Leased, in mint order, with their mint scores.
+    taken: Vec<(RStr, f64)>,
+    /// Duplicates removed from the lane.
+    dropped: Vec<RStr>,
     new_active: i64,
-    deadline: i64,
     leaves: bool,
-) -> Served {
-    let ring = &keys.ring;
-    let rotated = ring.len() > 1;
-    if rotated {
-        if let Some(head) = ring.list_pop_head() {
-            ring.list_push_tail(head.as_arg());
+}
+
+impl<'q> Claim<'q> {
+    fn open(q: &'q Queue<'q>, weighted: bool) -> Result<Claim<'q>, Error> {
+        let claim = Claim {
+            q,
+            ring: q.ring()?,
+            leases: q.leases()?,
+            jlease: q.jlease()?,
+            jdead: q.jdead()?,
+            active: q.active()?,
+            limits: q.limits()?,
+            weights: if weighted { Some(q.weights()?) } else { None },
+        };
+        // `P gpaused` is checked (its type, its permission) now, not at the
+        // first lane it is asked about.
+        q.is_paused(word(Word::Zero))?;
+        Ok(claim)
+    }
+
+    /// One turn of a non-blocking claim: the reply when it served.
+    fn turn(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+        let Some(lane) = self.ring.list_get(0) else {
+            return Ok(None);
+        };
+        let plan = self.plan(&lane)?;
+        Ok(self.apply(lane, plan, deadline))
+    }
+
+    /// Serves the first lane of the ring that can serve, dropping and
+    /// skipping the ones before it; writes nothing when none can.
+    fn serve_first_servable(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+        let mut first = None;
+        for i in 0..self.ring.len() {
+            let Some(lane) = self.ring.list_get(i as i64) else {
+                break;
+            };
+            if matches!(self.plan(&lane)?, Plan::Serve(ref s) if !s.taken.is_empty()) {
+                first = Some(i);
+                break;
+            }
         }
-    } else {
-        // A one-element ring is left as it is (popping it would delete the
-        // key), but it was rotated, as LMOVE would: WATCH sees it.
-        ring.touch();
+        let Some(first) = first else {
+            return Ok(None);
+        };
+        // The turns before it drop or skip lanes, or remove a lane's
+        // duplicates: none changes the state the servable lane was planned
+        // on (a lane met twice plans the same both times), so the turn at
+        // `first` serves.
+        for _ in 0..=first {
+            if let Some(reply) = self.turn(deadline)? {
+                return Ok(Some(reply));
+            }
+        }
+        Ok(None)
     }
-    // What LMOVE with source = destination fires.
-    ctx.notify(ring, Class::List, c"lpop");
-    ctx.notify(ring, Class::List, c"rpush");
 
-    let jobs = keys.pending.zset_head(k as usize);
-    for (job, _) in &jobs {
-        keys.pending.zset_rem(job.as_arg());
+    /// Reads a stored number of the lane: absent, an integer, or damaged.
+    fn stored(hash: Key, lane: Arg) -> Stored {
+        match hash.hash_get(lane) {
+            None => Ok(None),
+            Some(v) => args::parse_i64(v.bytes()).map(Some).ok_or(()),
+        }
     }
-    ctx.notify(&keys.pending, Class::Zset, c"zpopmin");
 
-    let mut records: Vec<RStr> = Vec::with_capacity(jobs.len());
-    for (job, mint) in &jobs {
-        keys.leases.zset_add(deadline as f64, job.as_arg(), false);
-        let record = lease_record(ctx, *mint, lane.bytes());
-        keys.jlease.hash_set(job.as_arg(), record.as_arg());
-        records.push(record);
+    /// Decides the turn of `lane` (read only).
+    fn plan(&self, lane: &RStr) -> Result<Plan<'q>, Error> {
+        let name = lane.bytes();
+        if name.is_empty() {
+            return Ok(Plan::Drop);
+        }
+        let lane_arg = lane.as_arg();
+        let pending = self.q.pending(name)?;
+        let depth = match pending.kind() {
+            Kind::Empty | Kind::Zset => Some(pending.len() as u64),
+            _ => None,
+        };
+        // Read in the order `head_turn` decides, each only when needed.
+        let paused = depth.is_some_and(|d| d > 0) && self.q.is_paused(lane_arg)?;
+        let head = Head {
+            name_empty: false,
+            depth,
+            weight: self.weights.map_or(Ok(None), |w| Self::stored(w, lane_arg)),
+            limit: Self::stored(self.limits, lane_arg),
+            active: Self::stored(self.active, lane_arg),
+            paused,
+        };
+        let (k, state) = match schedule::head_turn(&head, config::max_claim()) {
+            Turn::Drop => return Ok(Plan::Drop),
+            Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
+            Turn::Serve { k, lane } => (k, lane),
+        };
+        let (taken, dropped) = self.take_heads(pending, k);
+        let consumed = (taken.len() + dropped.len()) as u64;
+        Ok(Plan::Serve(Serving {
+            pending,
+            new_active: state.active + taken.len() as i64,
+            leaves: schedule::leaves_after(&state, consumed, taken.len() as i64),
+            taken,
+            dropped,
+        }))
     }
-    ctx.notify(&keys.leases, Class::Zset, c"zadd");
-    ctx.notify(&keys.jlease, Class::Hash, c"hset");
 
-    let new_active = ctx.string_from_i64(new_active);
-    keys.active.hash_set(lane, new_active.as_arg());
-    ctx.notify(&keys.active, Class::Hash, c"hincrby");
-    if leaves {
-        // The lane was just rotated to the tail: removing it is O(1).
-        ring.list_pop_tail();
-        ctx.notify(ring, Class::List, c"lrem");
+    /// The heads a turn takes from `pending`: up to `k` that are not already
+    /// leased or dead, and the duplicates met before the last of them.
+    fn take_heads(&self, pending: Key<'q>, k: i64) -> (Vec<(RStr, f64)>, Vec<RStr>) {
+        let want = usize::try_from(k).unwrap_or(usize::MAX);
+        let mut window = want;
+        loop {
+            let heads = pending.zset_range(f64::INFINITY, window);
+            let seen = heads.len();
+            let duplicate: Vec<bool> = heads
+                .iter()
+                .map(|(job, _)| self.jlease.hash_has(job.as_arg()) || self.jdead.hash_has(job.as_arg()))
+                .collect();
+            let (consumed, taken_at) = schedule::take_heads(k, duplicate);
+            // A window that ended on duplicates may hide more fresh heads.
+            if taken_at.len() < want && seen == window && window < pending.len() {
+                window = window.saturating_mul(2);
+                continue;
+            }
+            let mut taken = Vec::with_capacity(taken_at.len());
+            let mut dropped = Vec::new();
+            for (i, head) in heads.into_iter().take(consumed).enumerate() {
+                if taken_at.contains(&i) {
+                    taken.push(head);
+                } else {
+                    dropped.push(head.0);
+                }
+            }
+            return (taken, dropped);
+        }
     }
-    stats::CLAIMS.add(1);
-    stats::JOBS_CLAIMED.add(jobs.len() as u64);
-    Served {
-        rotated,
-        leaves,
-        jobs,
-        records,
-        new_active,
+
+    /// Carries out a planned turn; the reply when it leased jobs.
+    fn apply(&self, lane: RStr, plan: Plan<'q>, deadline: i64) -> Option<Reply<'static>> {
+        let call = self.q.call;
+        match plan {
+            Plan::Drop => {
+                self.ring.list_pop_head();
+                self.ring.notify(Class::List, c"lrem");
+                call.repl.effect(c"LPOP", &[self.ring.name()]);
+                None
+            }
+            Plan::Skip(damage) => {
+                if self.rotate() {
+                    self.replicate_rotation();
+                }
+                call.count(&stats::LANES_SKIPPED, 1);
+                self.q.report(|| {
+                    format!(
+                        "lane '{}' skipped: {}",
+                        crate::errors::quote(lane.bytes()),
+                        damage.describe()
+                    )
+                });
+                None
+            }
+            Plan::Serve(serving) => {
+                let served = self.serve(&lane, &serving, deadline);
+                call.count(&stats::DUPLICATES_DROPPED, serving.dropped.len() as u64);
+                if serving.taken.is_empty() {
+                    self.replicate_effects(&lane, &serving, &served);
+                    return None;
+                }
+                if config::replicate_command() {
+                    let k = serving.taken.len() as i64;
+                    call.repl
+                        .turn(self.q.prefix, lane.as_arg(), deadline, k, serving.leaves);
+                } else {
+                    self.replicate_effects(&lane, &serving, &served);
+                }
+                call.count(&stats::CLAIMS, 1);
+                call.count(&stats::JOBS_CLAIMED, serving.taken.len() as u64);
+                Some(claim_reply(lane, deadline, serving.taken))
+            }
+        }
+    }
+
+    /// Rotates the ring one step (what `LMOVE ring ring LEFT RIGHT` does);
+    /// whether it moved (a one-element ring stays as it is).
+    fn rotate(&self) -> bool {
+        let moved = self.ring.len() > 1;
+        if moved {
+            if let Some(head) = self.ring.list_pop_head() {
+                self.ring.list_push_tail(head.as_arg());
+            }
+        } else {
+            // Popping a one-element ring would delete the key; it was
+            // rotated all the same, as LMOVE would: WATCH sees it.
+            self.ring.touch();
+        }
+        self.ring.notify(Class::List, c"lpop");
+        self.ring.notify(Class::List, c"rpush");
+        moved
+    }
+
+    fn replicate_rotation(&self) {
+        let ring = self.ring.name();
+        self.q
+            .call
+            .repl
+            .effect(c"LMOVE", &[ring, ring, word(Word::Left), word(Word::Right)]);
+    }
+
+    /// The writes of a serving turn; nothing here can fail.
+    fn serve(&self, lane: &RStr, s: &Serving, deadline: i64) -> Served {
+        let ctx = self.q.ctx;
+        let rotated = self.rotate();
+        for job in s.taken.iter().map(|(job, _)| job).chain(&s.dropped) {
+            s.pending.zset_rem(job.as_arg());
+        }
+        s.pending.notify(Class::Zset, c"zpopmin");
+        let mut records = Vec::with_capacity(s.taken.len());
+        let mut active = None;
+        if !s.taken.is_empty() {
+            for (job, mint) in &s.taken {
+                self.leases.zset_add(deadline as f64, job.as_arg(), false);
+                let mint = ctx.format_score(*mint);
+                let record = ctx.string_of(&record::parts(mint.bytes(), lane.bytes()));
+                self.jlease.hash_set(job.as_arg(), record.as_arg());
+                records.push(record);
+            }
+            self.leases.notify(Class::Zset, c"zadd");
+            self.jlease.notify(Class::Hash, c"hset");
+            let count = ctx.string_from_i64(s.new_active);
+            self.active.hash_set(lane.as_arg(), count.as_arg());
+            self.active.notify(Class::Hash, c"hincrby");
+            active = Some(count);
+        }
+        if s.leaves {
+            // The lane was just rotated to the tail: removing it is O(1).
+            self.ring.list_pop_tail();
+            self.ring.notify(Class::List, c"lrem");
+        }
+        Served {
+            rotated,
+            deadline,
+            records,
+            active,
+        }
+    }
+
+    /// A served turn as core commands, with the deadline as a value: what a
+    /// replica or an AOF reader without the module can apply.
+    fn replicate_effects(&self, lane: &RStr, s: &Serving, served: &Served) {
+        let repl = &self.q.call.repl;
+        if served.rotated {
+            self.replicate_rotation();
+        }
+        let mut zrem = vec![s.pending.name()];
+        zrem.extend(s.taken.iter().map(|(job, _)| job.as_arg()));
+        zrem.extend(s.dropped.iter().map(RStr::as_arg));
+        if zrem.len() > 1 {
+            repl.effect(c"ZREM", &zrem);
+        }
+        if let Some(active) = &served.active {
+            let deadline = self.q.ctx.string_from_i64(served.deadline);
+            let mut zadd = vec![self.leases.name()];
+            let mut hset = vec![self.jlease.name()];
+            for ((job, _), record) in s.taken.iter().zip(&served.records) {
+                zadd.extend([deadline.as_arg(), job.as_arg()]);
+                hset.extend([job.as_arg(), record.as_arg()]);
+            }
+            repl.effect(c"ZADD", &zadd);
+            repl.effect(c"HSET", &hset);
+            repl.effect(c"HSET", &[self.active.name(), lane.as_arg(), active.as_arg()]);
+        }
+        if s.leaves {
+            repl.effect(c"RPOP", &[self.ring.name()]);
+        }
     }
 }
 
-/// Replication as core commands, with the deadline as a value: what a
-/// replica or an AOF reader without the module can apply.
-fn replicate_effects(ctx: &Ctx, keys: &TurnKeys, lane: Arg, served: &Served, deadline: i64) {
-    let ring = keys.ring.name();
-    if served.rotated {
-        let (left, right) = (store::word(Word::Left), store::word(Word::Right));
-        ctx.replicate(c"LMOVE", &[ring, ring, left, right]);
-    }
-    let deadline_str = ctx.string_from_i64(deadline);
-    let mut zrem = vec![keys.pending.name()];
-    let mut zadd = vec![keys.leases.name()];
-    let mut hset = vec![keys.jlease.name()];
-    for ((job, _), record) in served.jobs.iter().zip(&served.records) {
-        zrem.push(job.as_arg());
-        zadd.push(deadline_str.as_arg());
-        zadd.push(job.as_arg());
-        hset.push(job.as_arg());
-        hset.push(record.as_arg());
-    }
-    ctx.replicate(c"ZREM", &zrem);
-    ctx.replicate(c"ZADD", &zadd);
-    ctx.replicate(c"HSET", &hset);
-    ctx.replicate(c"HSET", &[keys.active.name(), lane, served.new_active.as_arg()]);
-    if served.leaves {
-        ctx.replicate(c"RPOP", &[ring]);
-    }
+/// What a serving turn wrote, for its replication.
+struct Served {
+    rotated: bool,
+    deadline: i64,
+    /// The lease records, in the order of the jobs taken.
+    records: Vec<RStr>,
+    /// The lane's new active count, when it leased jobs.
+    active: Option<RStr>,
 }
 
 /// `[lane, deadline, job…]`.
-fn reply(ctx: &Ctx, lane: Arg, deadline: i64, served: &Served) {
-    ctx.reply_array(2 + served.jobs.len());
-    ctx.reply_str(lane);
-    ctx.reply_i64(deadline);
-    for (job, _) in &served.jobs {
-        ctx.reply_str(job.as_arg());
+fn claim_reply(lane: RStr, deadline: i64, taken: Vec<(RStr, f64)>) -> Reply<'static> {
+    let mut reply = Vec::with_capacity(2 + taken.len());
+    reply.push(Reply::Owned(lane));
+    reply.push(Reply::Int(deadline));
+    reply.extend(taken.into_iter().map(|(job, _)| Reply::Owned(job)));
+    Reply::Array(reply)
+}
+
+/// `EMQ.TURN P lane deadline k leaves`: a served turn exactly as a primary
+/// made it and replicated it (`emq.replicate command`): rotate the ring, take
+/// the lane's heads as the turn did (duplicates removed) until `k` are
+/// leased until `deadline`, and the lane leaves the ring when `leaves` is 1.
+/// Internal: accepted only from the replication stream or an AOF load, where
+/// the keyspace is the primary's at that point.
+pub fn replay_turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+    let mut args = Args::new(argv, 5, 5)?;
+    if !call.ctx.from_primary_or_loading() {
+        return Err(Error::InternalCommand("EMQ.TURN"));
     }
+    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let lane_arg = args.lane()?;
+    let deadline = args.int("deadline", i64::MIN, i64::MAX, INTEGER)?;
+    let k = args.int("k", 1, i64::MAX, COUNT_RANGE)?;
+    let leaves = args.int("leaves", 0, 1, BOOLEAN)? == 1;
+
+    let q = Queue::new(call, prefix);
+    let claim = Claim::open(&q, false)?;
+    let mismatch = || Error::TurnMismatch {
+        lane: lane_arg.bytes().to_vec(),
+        key: claim.ring.name().bytes().to_vec(),
+    };
+    let lane = claim.ring.list_get(0).ok_or_else(mismatch)?;
+    if lane.bytes() != lane_arg.bytes() {
+        return Err(mismatch());
+    }
+    let pending = q.pending_zset(lane.bytes())?;
+    let active = Claim::stored(claim.active, lane.as_arg())
+        .map_err(|_| mismatch())?
+        .unwrap_or(0);
+    let (taken, dropped) = claim.take_heads(pending, k);
+    if taken.len() as i64 != k {
+        return Err(mismatch());
+    }
+    let new_active = active.checked_add(k).ok_or_else(mismatch)?;
+    let serving = Serving {
+        pending,
+        taken,
+        dropped,
+        new_active,
+        leaves,
+    };
+    claim.serve(&lane, &serving, deadline);
+    // This server's own AOF (and nothing else: a replica's replicas get the
+    // primary's stream as it is).
+    call.repl.itself();
+    Ok(claim_reply(lane, deadline, serving.taken))
 }
 
-/// The head lane cannot be served: it leaves the ring, nothing is served.
-/// (The seed rotates it to the tail and `LREM`s it: the same as a head pop.)
-fn drop_head(ctx: &Ctx, ring: &WriteKey) -> Outcome {
-    ring.list_pop_head();
-    ctx.notify(ring, Class::List, c"lrem");
-    ctx.replicate(c"LPOP", &[ring.name()]);
-    Outcome::Dropped
-}
+#[cfg(test)]
+mod tests {
+    use super::block_limit;
 
-/// `P jlease`'s value for a leased job: `"<mint> <lane>"`, the mint formatted
-/// as the server formats a zset score.
-fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
-    match store::integer_score(mint) {
-        Some(int) => {
-            let mut digits = [0u8; 24];
-            let mut rest = &mut digits[..];
-            let _ = write!(rest, "{int}");
-            let n = 24 - rest.len();
-            ctx.string_of(&[&digits[..n], b" ", lane])
-        }
-        None => ctx.string_of(&[ctx.format_score(mint).bytes(), b" ", lane]),
+    #[test]
+    fn the_block_limit_leaves_room_on_the_servers_clock() {
+        let now = 1_800_000_000_000;
+        assert!(block_limit(now).checked_add(now).is_some());
+        assert!(
+            block_limit(now) > 1 << 62,
+            "any timeout a person means is accepted"
+        );
     }
 }

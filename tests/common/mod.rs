@@ -322,11 +322,12 @@ pub struct Twins {
     shas: BTreeMap<&'static str, String>,
 }
 
-/// The twins that stand alone; every other twin is `lua/shared.lua`
-/// followed by its own file.
-pub const STANDALONE: &[&str] = &["claim", "wclaim", "weight"];
+/// The twin that stands alone (the seed's one HSET); every other twin is
+/// `lua/shared.lua` followed by its own file.
+pub const STANDALONE: &[&str] = &["weight"];
 pub const WITH_SHARED: &[&str] = &[
-    "enqueue", "ack", "nack", "extend", "reap", "limit", "pause", "resume", "reassign", "lane",
+    "claim", "wclaim", "enqueue", "ack", "nack", "extend", "reap", "limit", "pause", "resume", "reassign",
+    "lane",
 ];
 
 /// The source of twin `name`, as it is loaded.

@@ -1,0 +1,386 @@
+//! The context of one command (or one blocked-client or timer callback):
+//! strings, the clock, what the server is doing, the log, keyspace
+//! notifications, replication, and the calls the key API has no equivalent
+//! for. Keys are opened through it (`key.rs`), under its ACL guard (`acl.rs`).
+
+use std::ffi::{CStr, CString};
+use std::io::Write as _;
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+use std::sync::atomic::Ordering;
+
+use redis_module::raw;
+
+use super::acl::Guard;
+use super::api::{CLUSTER, SCORES_AS_17G};
+use super::key::KeyCache;
+use super::string::{Arg, RStr};
+use crate::errors::Error;
+
+/// The command's context. Made only by the boundary (`boundary.rs`) and the
+/// callbacks of `block.rs`, around the pointer the server passed.
+pub struct Ctx {
+    pub(super) ptr: *mut raw::RedisModuleCtx,
+    pub(super) keys: KeyCache,
+    pub(super) guard: Guard,
+}
+
+/// Keyspace-notification classes.
+#[derive(Debug, Clone, Copy)]
+pub enum Class {
+    Generic = raw::REDISMODULE_NOTIFY_GENERIC as isize,
+    List = raw::REDISMODULE_NOTIFY_LIST as isize,
+    Hash = raw::REDISMODULE_NOTIFY_HASH as isize,
+    Zset = raw::REDISMODULE_NOTIFY_ZSET as isize,
+}
+
+/// Which level a log line is written at.
+#[derive(Debug, Clone, Copy)]
+pub enum Level {
+    Notice,
+    Warning,
+}
+
+impl Ctx {
+    /// `writable`: keys are opened for writing (the command is a write
+    /// command); else for reading only.
+    pub(super) fn new(ptr: *mut raw::RedisModuleCtx, writable: bool) -> Ctx {
+        Ctx {
+            ptr,
+            keys: KeyCache::new(writable),
+            guard: Guard::default(),
+        }
+    }
+
+    // ---- strings ----
+
+    pub fn string(&self, bytes: &[u8]) -> RStr {
+        let ptr =
+            unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+        RStr { ptr, ctx: self.ptr }
+    }
+
+    /// The pieces joined into one string (on the stack when short: key
+    /// names are built on every call).
+    pub fn string_of(&self, parts: &[&[u8]]) -> RStr {
+        with_joined(parts, |bytes| self.string(bytes))
+    }
+
+    pub fn string_from_i64(&self, v: i64) -> RStr {
+        RStr {
+            ptr: unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ptr, v) },
+            ctx: self.ptr,
+        }
+    }
+
+    /// A zset score as the server formats it (what `ZSCORE` replies).
+    pub fn format_score(&self, score: f64) -> RStr {
+        if let Some(int) = integer_score(score) {
+            let mut digits = [0u8; 24];
+            let mut rest = &mut digits[..];
+            let _ = write!(rest, "{int}");
+            let n = 24 - rest.len();
+            return self.string(&digits[..n]);
+        }
+        if SCORES_AS_17G.load(Ordering::Relaxed) {
+            return self.string(&format_17g(score));
+        }
+        RStr {
+            ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, score) },
+            ctx: self.ptr,
+        }
+    }
+
+    // ---- the server's state ----
+
+    fn flags(&self) -> c_int {
+        unsafe { api!(RedisModule_GetContextFlags)(self.ptr) }
+    }
+
+    fn any_flag(&self, flags: u32) -> bool {
+        self.flags() & flags as c_int != 0
+    }
+
+    /// Cluster mode, read once at load (a server cannot change it while
+    /// running).
+    pub fn is_cluster(&self) -> bool {
+        CLUSTER.load(Ordering::Relaxed)
+    }
+
+    /// Whether the caller may be blocked: not inside MULTI/EXEC or a script,
+    /// and not a caller that denies blocking (another module's call without
+    /// blocking allowed: the flag core `BLPOP` honours).
+    pub fn may_block(&self) -> bool {
+        !self.any_flag(
+            raw::REDISMODULE_CTX_FLAGS_MULTI
+                | raw::REDISMODULE_CTX_FLAGS_LUA
+                | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING,
+        )
+    }
+
+    /// Whether this call comes from the primary's replication stream or an
+    /// AOF being loaded (not from a client).
+    pub fn from_primary_or_loading(&self) -> bool {
+        self.any_flag(raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
+    }
+
+    /// Whether this server is a primary and not loading (what a timer that
+    /// writes needs).
+    pub fn is_primary_serving(&self) -> bool {
+        let flags = self.flags();
+        flags & raw::REDISMODULE_CTX_FLAGS_MASTER as c_int != 0
+            && flags & raw::REDISMODULE_CTX_FLAGS_LOADING as c_int == 0
+    }
+
+    /// The server clock in ms: the cached command time where the server has
+    /// it (what Lua's `TIME` sees in the same call), else the wall clock.
+    pub fn now_ms(&self) -> i64 {
+        unsafe {
+            match raw::RedisModule_CachedMicroseconds {
+                Some(cached) => cached() / 1000,
+                None => api!(RedisModule_Milliseconds)(),
+            }
+        }
+    }
+
+    /// The database the context works on.
+    pub fn db(&self) -> i32 {
+        unsafe { api!(RedisModule_GetSelectedDb)(self.ptr) }
+    }
+
+    /// Switches to database `db`, closing every key opened so far (`&mut`:
+    /// no key handle can be alive across the switch).
+    pub fn select_db(&mut self, db: i32) -> bool {
+        self.keys.close_all(self.ptr);
+        unsafe { api!(RedisModule_SelectDb)(self.ptr, db) == raw::REDISMODULE_OK as c_int }
+    }
+
+    // ---- the log ----
+
+    pub fn log(&self, level: Level, msg: &str) {
+        log(self.ptr, level, msg);
+    }
+
+    // ---- keyspace notifications (the key API fires none itself) ----
+
+    pub fn notify(&self, class: Class, event: &CStr, name: Arg) {
+        unsafe { api!(RedisModule_NotifyKeyspaceEvent)(self.ptr, class as c_int, event.as_ptr(), name.ptr) };
+    }
+
+    /// Wakes clients blocked on `key`.
+    pub fn signal_ready(&self, key: Arg) {
+        unsafe { api!(RedisModule_SignalKeyAsReady)(self.ptr, key.ptr) };
+    }
+
+    // ---- replication ----
+
+    /// Sends `cmd args…` to replicas and the AOF (several calls in one
+    /// command reach them wrapped in MULTI/EXEC, in call order).
+    pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
+        let raw_args: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.ptr,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                raw_args.as_ptr() as *mut *mut raw::RedisModuleString,
+                raw_args.len(),
+            );
+        }
+    }
+
+    /// Replicates `cmd a b n1 n2 n3`: two strings and three integers, the
+    /// integers made into strings by the server (no strings to build here).
+    pub fn replicate_sslll(&self, cmd: &CStr, a: Arg, b: Arg, n: [i64; 3]) {
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.ptr,
+                cmd.as_ptr(),
+                c"sslll".as_ptr(),
+                a.ptr,
+                b.ptr,
+                n[0],
+                n[1],
+                n[2],
+            );
+        }
+    }
+
+    /// Replicates the running command as the client sent it.
+    pub fn replicate_verbatim(&self) {
+        unsafe { api!(RedisModule_ReplicateVerbatim)(self.ptr) };
+    }
+
+    // ---- calls the key API has no equivalent for (set keys only: a set
+    // key is never opened through the key cache, so no handle can go stale
+    // under a call) ----
+
+    /// `SISMEMBER`, `SADD` or `SREM` on a set key: the integer reply, or
+    /// `WRONGTYPE` when the key holds another type.
+    pub fn set_call(&self, cmd: &CStr, key: Arg, member: Arg) -> Result<i64, Error> {
+        unsafe {
+            let reply = api!(RedisModule_Call)(self.ptr, cmd.as_ptr(), c"ss".as_ptr(), key.ptr, member.ptr);
+            if reply.is_null() {
+                return Err(Error::Internal);
+            }
+            let kind = api!(RedisModule_CallReplyType)(reply);
+            let result = if kind == raw::REDISMODULE_REPLY_INTEGER as c_int {
+                Ok(api!(RedisModule_CallReplyInteger)(reply))
+            } else {
+                Err(Error::WrongType)
+            };
+            api!(RedisModule_FreeCallReply)(reply);
+            result
+        }
+    }
+
+    /// Whether a key exists, without touching it.
+    pub fn key_exists(&self, name: Arg) -> bool {
+        unsafe { api!(RedisModule_KeyExists)(self.ptr, name.ptr) != 0 }
+    }
+
+    /// `SCAN cursor MATCH pattern COUNT count` on the selected database:
+    /// the next cursor and the keys found.
+    pub fn scan(&self, cursor: u64, pattern: &[u8], count: u64) -> Result<(u64, Vec<RStr>), Error> {
+        let cursor = self.string(cursor.to_string().as_bytes());
+        let pattern = self.string(pattern);
+        let count = self.string(count.to_string().as_bytes());
+        unsafe {
+            let reply = api!(RedisModule_Call)(
+                self.ptr,
+                c"SCAN".as_ptr(),
+                c"scscs".as_ptr(),
+                cursor.ptr,
+                c"MATCH".as_ptr(),
+                pattern.ptr,
+                c"COUNT".as_ptr(),
+                count.ptr,
+            );
+            if reply.is_null() {
+                return Err(Error::Internal);
+            }
+            let result = read_scan_reply(self.ptr, reply);
+            api!(RedisModule_FreeCallReply)(reply);
+            result.ok_or(Error::Internal)
+        }
+    }
+}
+
+unsafe fn read_scan_reply(
+    ctx: *mut raw::RedisModuleCtx,
+    reply: *mut raw::RedisModuleCallReply,
+) -> Option<(u64, Vec<RStr>)> {
+    if api!(RedisModule_CallReplyType)(reply) != raw::REDISMODULE_REPLY_ARRAY as c_int
+        || api!(RedisModule_CallReplyLength)(reply) != 2
+    {
+        return None;
+    }
+    let text = |r: *mut raw::RedisModuleCallReply| -> Option<Vec<u8>> {
+        let mut len = 0usize;
+        let p = api!(RedisModule_CallReplyStringPtr)(r, &mut len);
+        (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec())
+    };
+    let next = text(api!(RedisModule_CallReplyArrayElement)(reply, 0))?;
+    let next: u64 = std::str::from_utf8(&next).ok()?.parse().ok()?;
+    let keys = api!(RedisModule_CallReplyArrayElement)(reply, 1);
+    let n = api!(RedisModule_CallReplyLength)(keys);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let bytes = text(api!(RedisModule_CallReplyArrayElement)(keys, i))?;
+        let ptr = api!(RedisModule_CreateString)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+        out.push(RStr { ptr, ctx });
+    }
+    Some((next, out))
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        self.keys.close_all(self.ptr);
+        self.guard.release();
+    }
+}
+
+/// `parts` joined, on the stack when short.
+pub(super) fn with_joined<T>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> T) -> T {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut stack = [0u8; 256];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    let mut at = 0;
+    for part in parts {
+        buf[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    f(buf)
+}
+
+/// Writes `msg` to the server's log (`ctx` may be NULL: the module's name
+/// then does not prefix the line).
+pub(super) fn log(ctx: *mut raw::RedisModuleCtx, level: Level, msg: &str) {
+    let text = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    let level = match level {
+        Level::Notice => c"notice",
+        Level::Warning => c"warning",
+    };
+    unsafe {
+        if let Some(log) = raw::RedisModule_Log {
+            log(ctx, level.as_ptr(), c"%s".as_ptr(), text.as_ptr());
+        }
+    }
+}
+
+/// Writes a warning to the server's log from where no context is at hand
+/// (the panic hook).
+pub fn log_warning(msg: &str) {
+    log(ptr::null_mut(), Level::Warning, msg);
+}
+
+/// The common case of a mint (an integer well inside 2^53) printed without a
+/// round trip through the server: every formatter above prints such a
+/// value as its plain digits.
+pub fn integer_score(score: f64) -> Option<i64> {
+    // -0.0 is printed "-0" by the server: not this case.
+    let plain = score.fract() == 0.0 && score.abs() < 1e15 && !(score == 0.0 && score.is_sign_negative());
+    plain.then_some(score as i64)
+}
+
+/// `%.17g`, as libc prints it (what Redis 7.0's `ZSCORE` replies).
+fn format_17g(score: f64) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%.17g".as_ptr(), score) };
+    buf[..(n.max(0) as usize).min(buf.len() - 1)].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{format_17g, integer_score, with_joined};
+
+    #[test]
+    fn integer_scores_print_plainly_on_every_server() {
+        assert_eq!(integer_score(42.0), Some(42));
+        assert_eq!(integer_score(-7.0), Some(-7));
+        assert_eq!(integer_score(0.0), Some(0));
+        assert_eq!(integer_score(-0.0), None, "the server prints -0");
+        assert_eq!(integer_score(1.5), None);
+        assert_eq!(integer_score(1e17), None, "Redis 7.0 prints 1e+17");
+        // Where the fast path applies, %.17g agrees with it.
+        for v in [1.0, 123456789012345.0, -99.0] {
+            let fast = integer_score(v).unwrap().to_string();
+            assert_eq!(String::from_utf8(format_17g(v)).unwrap(), fast);
+        }
+        assert_eq!(format_17g(1e17), b"1e+17");
+        assert_eq!(format_17g(1.1), b"1.1000000000000001");
+    }
+
+    #[test]
+    fn joined_on_the_stack_or_the_heap() {
+        assert_eq!(with_joined(&[b"a", b"bc"], |b| b.to_vec()), b"abc");
+        let long = vec![b'x'; 300];
+        assert_eq!(with_joined(&[&long, b"y"], |b| b.len()), 301);
+    }
+}

@@ -1,0 +1,95 @@
+//! A command's reply, built whole before any of it is sent: an error or a
+//! panic met while building it can never leave half an array on the wire.
+
+use std::os::raw::{c_char, c_long};
+
+use super::ctx::Ctx;
+use super::string::{Arg, RStr};
+use crate::errors::Error;
+
+pub enum Reply<'a> {
+    Ok,
+    Int(i64),
+    Str(Arg<'a>),
+    Owned(RStr),
+    Bytes(Vec<u8>),
+    Null,
+    /// What a blocking command gives on timeout (`BLMOVE`'s nil).
+    NullArray,
+    Array(Vec<Reply<'a>>),
+    /// A map in RESP3, a flat field/value array in RESP2.
+    Map(Vec<(&'static str, Reply<'a>)>),
+    /// Nothing now: the client was blocked and is answered later.
+    Blocked,
+}
+
+impl Reply<'_> {
+    pub fn empty() -> Self {
+        Reply::Array(Vec::new())
+    }
+}
+
+impl Ctx {
+    pub(super) fn send(&self, reply: &Reply) {
+        let ctx = self.ptr;
+        unsafe {
+            match reply {
+                Reply::Ok => {
+                    api!(RedisModule_ReplyWithSimpleString)(ctx, c"OK".as_ptr());
+                }
+                Reply::Int(v) => {
+                    api!(RedisModule_ReplyWithLongLong)(ctx, *v);
+                }
+                Reply::Str(s) => {
+                    api!(RedisModule_ReplyWithString)(ctx, s.ptr);
+                }
+                Reply::Owned(s) => {
+                    api!(RedisModule_ReplyWithString)(ctx, s.ptr);
+                }
+                Reply::Bytes(b) => {
+                    api!(RedisModule_ReplyWithStringBuffer)(ctx, b.as_ptr().cast::<c_char>(), b.len());
+                }
+                Reply::Null => {
+                    api!(RedisModule_ReplyWithNull)(ctx);
+                }
+                Reply::NullArray => {
+                    api!(RedisModule_ReplyWithNullArray)(ctx);
+                }
+                Reply::Array(items) if items.is_empty() => {
+                    api!(RedisModule_ReplyWithEmptyArray)(ctx);
+                }
+                Reply::Array(items) => {
+                    api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
+                    for item in items {
+                        self.send(item);
+                    }
+                }
+                Reply::Map(fields) => {
+                    api!(RedisModule_ReplyWithMap)(ctx, fields.len() as c_long);
+                    for (name, value) in fields {
+                        api!(RedisModule_ReplyWithStringBuffer)(
+                            ctx,
+                            name.as_ptr().cast::<c_char>(),
+                            name.len(),
+                        );
+                        self.send(value);
+                    }
+                }
+                Reply::Blocked => {}
+            }
+        }
+    }
+
+    pub(super) fn send_error(&self, error: &Error) {
+        unsafe {
+            match error.message_c() {
+                None => {
+                    api!(RedisModule_WrongArity)(self.ptr);
+                }
+                Some(msg) => {
+                    api!(RedisModule_ReplyWithError)(self.ptr, msg.as_ptr());
+                }
+            }
+        }
+    }
+}

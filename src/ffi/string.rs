@@ -1,0 +1,138 @@
+//! Strings: the ones the module owns ([`RStr`], freed with the context that
+//! made them) and the ones it borrows ([`Arg`]: a command argument, an
+//! [`RStr`], a constant word).
+
+use std::marker::PhantomData;
+use std::os::raw::c_int;
+use std::sync::atomic::Ordering;
+
+use redis_module::raw;
+
+use super::api::{Word, WORDS};
+
+/// A string the module owns; freed on drop with the context that made it
+/// (the server tracks strings per context only under auto memory, which
+/// this module never enables; passing the context keeps that true if it
+/// ever did).
+pub struct RStr {
+    pub(super) ptr: *mut raw::RedisModuleString,
+    pub(super) ctx: *mut raw::RedisModuleCtx,
+}
+
+impl RStr {
+    /// Takes ownership of a string the server returned (`None` for NULL).
+    pub(super) fn own(ptr: *mut raw::RedisModuleString, ctx: *mut raw::RedisModuleCtx) -> Option<RStr> {
+        // Not `then_some`: it would build (and drop, freeing NULL) an RStr.
+        if ptr.is_null() {
+            None
+        } else {
+            Some(RStr { ptr, ctx })
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the string lives as long as `self`.
+        unsafe { bytes_of(self.ptr) }
+    }
+
+    pub fn as_arg(&self) -> Arg<'_> {
+        Arg {
+            ptr: self.ptr,
+            _life: PhantomData,
+        }
+    }
+}
+
+impl Drop for RStr {
+    fn drop(&mut self) {
+        unsafe { api!(RedisModule_FreeString)(self.ctx, self.ptr) }
+    }
+}
+
+/// A string borrowed for `'a`: a command argument or an [`RStr`].
+#[derive(Clone, Copy)]
+pub struct Arg<'a> {
+    pub(super) ptr: *mut raw::RedisModuleString,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> Arg<'a> {
+    pub fn bytes(&self) -> &'a [u8] {
+        // SAFETY: the string outlives 'a (an argument of the running
+        // command, or an RStr borrowed for 'a).
+        unsafe { bytes_of(self.ptr) }
+    }
+
+    /// The value as a zset score, by the server's own rules (what `ZADD`
+    /// accepts: no NaN, no overflow, no spaces).
+    pub fn to_score(&self) -> Option<f64> {
+        let mut v = 0f64;
+        let status = unsafe { api!(RedisModule_StringToDouble)(self.ptr, &mut v) };
+        (status == raw::REDISMODULE_OK as c_int && !v.is_nan()).then_some(v)
+    }
+}
+
+/// A constant word as an argument (made at load by `detect_server`).
+pub fn word(w: Word) -> Arg<'static> {
+    Arg {
+        ptr: WORDS[w as usize].load(Ordering::Relaxed),
+        _life: PhantomData,
+    }
+}
+
+/// # Safety
+/// `s` must be a valid string that outlives `'a`.
+unsafe fn bytes_of<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len: usize = 0;
+    let p = api!(RedisModule_StringPtrLen)(s, &mut len);
+    if p.is_null() || len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
+    }
+}
+
+/// A command's arguments, `argv[0]` being the command name.
+#[derive(Clone, Copy)]
+pub struct Argv<'a> {
+    args: &'a [*mut raw::RedisModuleString],
+}
+
+impl<'a> Argv<'a> {
+    /// # Safety
+    /// `argv` must point to `argc` strings that outlive `'a`.
+    pub(super) unsafe fn from_raw(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Argv<'a> {
+        let args = if argv.is_null() || argc <= 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(argv, argc as usize)
+        };
+        Argv { args }
+    }
+
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    /// Argument `i` (`None` past the end).
+    pub fn get(&self, i: usize) -> Option<Arg<'a>> {
+        self.args.get(i).map(|&ptr| Arg {
+            ptr,
+            _life: PhantomData,
+        })
+    }
+
+    /// Arguments `from..`.
+    pub fn tail(&self, from: usize) -> impl Iterator<Item = Arg<'a>> + '_ {
+        (from..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+/// An empty argv, for callbacks that run without one (timers).
+pub fn no_args() -> Argv<'static> {
+    Argv { args: &[] }
+}

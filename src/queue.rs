@@ -1,0 +1,193 @@
+//! One queue: its keys (SPEC section 1), a lane's state read and validated,
+//! and the ring following a lane's change. Every command works through a
+//! [`Queue`]; opening one puts every key it touches under the caller's
+//! permissions.
+
+use crate::args::parse_i64;
+use crate::commands::Call;
+use crate::errors::{Error, INTEGER};
+use crate::ffi::{word, Arg, Class, Ctx, Key, Kind, RStr, Word};
+use crate::keys;
+use crate::schedule::{Lane, RingChange};
+
+pub struct Queue<'q> {
+    pub call: &'q Call<'q>,
+    pub ctx: &'q Ctx,
+    pub prefix: Arg<'q>,
+}
+
+impl<'q> Queue<'q> {
+    /// The queue under `prefix`: from here on every key the call opens must
+    /// pass the caller's key permissions.
+    pub fn new(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
+        call.ctx.guard_keys(prefix);
+        Queue {
+            call,
+            ctx: call.ctx,
+            prefix,
+        }
+    }
+
+    /// `P` followed by `suffix`, opened (untyped).
+    pub fn key(&self, suffix: &[u8]) -> Result<Key<'q>, Error> {
+        self.ctx.key(&[self.prefix.bytes(), suffix])
+    }
+
+    fn typed(&self, suffix: &[u8], kind: Kind) -> Result<Key<'q>, Error> {
+        self.key(suffix)?.expect(kind)
+    }
+
+    pub fn ring(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::RING, Kind::List)
+    }
+
+    pub fn leases(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::LEASES, Kind::Zset)
+    }
+
+    pub fn jlease(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::JLEASE, Kind::Hash)
+    }
+
+    pub fn active(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::ACTIVE, Kind::Hash)
+    }
+
+    pub fn weights(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::WEIGHT, Kind::Hash)
+    }
+
+    pub fn limits(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::LIMIT, Kind::Hash)
+    }
+
+    pub fn jreturns(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::JRETURNS, Kind::Hash)
+    }
+
+    pub fn dead(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::DEAD, Kind::Zset)
+    }
+
+    pub fn jdead(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::JDEAD, Kind::Hash)
+    }
+
+    pub fn policy(&self) -> Result<Key<'q>, Error> {
+        self.typed(keys::POLICY, Kind::Hash)
+    }
+
+    /// `P g:<lane>:pending`, untyped (a claim skips a lane whose pending key
+    /// is of the wrong type; every other command refuses it).
+    pub fn pending(&self, lane: &[u8]) -> Result<Key<'q>, Error> {
+        self.ctx.key(&keys::pending_parts(self.prefix.bytes(), lane))
+    }
+
+    pub fn pending_zset(&self, lane: &[u8]) -> Result<Key<'q>, Error> {
+        self.pending(lane)?.expect(Kind::Zset)
+    }
+
+    /// `P gpaused`'s name: a set, reached only by calls (the key API has no
+    /// set calls), its permission checked here.
+    pub fn paused_key(&self) -> Result<RStr, Error> {
+        let name = self.ctx.string_of(&[self.prefix.bytes(), keys::PAUSED]);
+        self.ctx.check_key(name.as_arg())?;
+        Ok(name)
+    }
+
+    /// Whether the lane is in `P gpaused` (no call when the set is absent);
+    /// `WRONGTYPE` when that key is not a set.
+    pub fn is_paused(&self, lane: Arg) -> Result<bool, Error> {
+        let name = self.paused_key()?;
+        if !self.ctx.key_exists(name.as_arg()) {
+            return Ok(false);
+        }
+        Ok(self.ctx.set_call(c"SISMEMBER", name.as_arg(), lane)? == 1)
+    }
+
+    /// The lane's numbers: depth, active count, ceiling, paused. Every key
+    /// read is type-checked and every number validated.
+    pub fn lane(&self, lane: Arg) -> Result<Lane, Error> {
+        let depth = self.pending_zset(lane.bytes())?.len() as u64;
+        let active = stored_int(self.active()?, lane, "active count of lane")?.unwrap_or(0);
+        let limit = stored_int(self.limits()?, lane, "limit of lane")?;
+        let paused = self.is_paused(lane)?;
+        Ok(Lane {
+            depth,
+            active,
+            limit,
+            paused,
+        })
+    }
+
+    /// Applies a ring transition: `RPUSH` on joining (waking the claims
+    /// blocked on the ring), every occurrence removed on leaving (`LREM`).
+    pub fn follow(&self, lane: Arg, change: RingChange) -> Result<(), Error> {
+        let ring = self.ring()?;
+        match change {
+            RingChange::Stay => {}
+            RingChange::Join => {
+                ring.list_push_tail(lane);
+                ring.notify(Class::List, c"rpush");
+                self.ctx.signal_ready(ring.name());
+                self.call.repl.effect(c"RPUSH", &[ring.name(), lane]);
+            }
+            RingChange::Leave => self.ring_remove(ring, lane),
+        }
+        Ok(())
+    }
+
+    /// `LREM P gring 0 lane`, through the key API.
+    pub fn ring_remove(&self, ring: Key, lane: Arg) {
+        let positions = ring.list_positions(lane.bytes());
+        if positions.is_empty() {
+            return;
+        }
+        // From the tail, so that the positions still to go do not move.
+        for &i in positions.iter().rev() {
+            ring.list_delete(i);
+        }
+        ring.notify(Class::List, c"lrem");
+        self.call
+            .repl
+            .effect(c"LREM", &[ring.name(), word(Word::Zero), lane]);
+    }
+
+    /// Sets the lane's active count, removing the field at 0 or below.
+    pub fn set_active(&self, lane: Arg, active: i64) -> Result<(), Error> {
+        let hash = self.active()?;
+        if active > 0 {
+            let v = self.ctx.string_from_i64(active);
+            hash.hash_set(lane, v.as_arg());
+            hash.notify(Class::Hash, c"hincrby");
+            self.call.repl.effect(c"HSET", &[hash.name(), lane, v.as_arg()]);
+        } else {
+            hash.hash_del(lane);
+            hash.notify(Class::Hash, c"hdel");
+            self.call.repl.effect(c"HDEL", &[hash.name(), lane]);
+        }
+        Ok(())
+    }
+
+    /// The log line for damage met while serving (rate-limited).
+    pub fn report(&self, what: impl FnOnce() -> String) {
+        crate::report::damage(self.ctx, || {
+            format!(
+                "queue '{}': {}",
+                crate::errors::quote(self.prefix.bytes()),
+                what()
+            )
+        });
+    }
+}
+
+/// An integer field of a hash: `None` when the field is missing; an error
+/// naming the key and the field when the value is not an integer.
+pub fn stored_int(hash: Key, field: Arg, what: &'static str) -> Result<Option<i64>, Error> {
+    match hash.hash_get(field) {
+        None => Ok(None),
+        Some(v) => parse_i64(v.bytes())
+            .map(Some)
+            .ok_or_else(|| Error::bad_stored(what, field.bytes(), hash.name().bytes(), INTEGER)),
+    }
+}
