@@ -13,6 +13,6 @@ printf '#!/bin/sh\nexec valgrind --leak-check=full --show-leak-kinds=definite --
 chmod +x "$logs/server"
 status=0
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked \
-  --test claim --test lifecycle --test errors --test robustness --test replicate_command -- --test-threads=2 || status=$?
+  --test claim --test lifecycle --test errors --test robustness --test replicate_command --test trust -- --test-threads=2 || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"

@@ -14,7 +14,11 @@ pub const DEAD: &[u8] = b"dead";
 pub const JDEAD: &[u8] = b"jdead";
 pub const POLICY: &[u8] = b"policy";
 
-/// `P g:<lane>:pending`, the lane's waiting jobs.
+/// `P g:<lane>:pending`, the lane's waiting jobs. The name is not
+/// injective across queues: when one prefix extends another, a lane name
+/// holding `:g:` can name another queue's key (prefix `a:` with lane `x:g:y`
+/// and prefix `a:g:x:` with lane `y` both give `a:g:x:g:y:pending`). Give
+/// queues prefixes that do not extend one another (the README says so).
 pub fn pending(prefix: &[u8], lane: &[u8]) -> Vec<u8> {
     pending_parts(prefix, lane).concat()
 }
@@ -44,6 +48,11 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(pending(b"emq:{o}:", b"PLR1"), b"emq:{o}:g:PLR1:pending");
+    }
+
+    #[test]
+    fn a_prefix_that_extends_another_can_alias_its_keys() {
+        assert_eq!(pending(b"a:", b"x:g:y"), pending(b"a:g:x:", b"y"));
     }
 
     #[test]

@@ -45,6 +45,15 @@ pub fn module_path() -> PathBuf {
     p
 }
 
+/// The test-only second module (`examples/caller.rs`): `CALLER.CALL flags
+/// command args…` calls a command as another module would.
+pub fn caller_module_path() -> PathBuf {
+    let module = module_path();
+    let p = module.with_file_name("examples").join("libcaller.so");
+    assert!(p.is_file(), "{} is missing: run `make build`", p.display());
+    p
+}
+
 static STARTED: AtomicUsize = AtomicUsize::new(0);
 
 pub struct Server {
