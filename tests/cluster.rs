@@ -166,3 +166,55 @@ fn queues_are_served_across_a_three_node_cluster() {
     let (_, _, jobs) = waiter.join().unwrap().claim().expect("woken");
     assert_eq!(jobs, ["late"]);
 }
+
+/// The module's hash-tag rule checked against the server's own slots: a
+/// prefix is accepted exactly when every key the module derives from it
+/// (`P gring`, `P g:<lane>:pending` for lanes with braces of their own, …)
+/// lands in the prefix's slot, as `CLUSTER KEYSLOT` computes it.
+#[test]
+fn a_prefix_is_accepted_exactly_when_its_keys_share_its_slot() {
+    let nodes = start_cluster();
+    let mut c = nodes[0].conn();
+    let client =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}/", nodes[0].port)]).unwrap();
+    let mut cc = client.get_connection().unwrap();
+    let mut rng = rng::Rng::new(7);
+    let slot = |c: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap()
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..300 {
+        let len = rng.range(1, 10) as usize;
+        let prefix: String = (0..len)
+            .map(|_| ['{', '}', 'a', 'b'][rng.below(4) as usize])
+            .collect();
+        let derived = [
+            "gring",
+            "leases",
+            "jlease",
+            "g:x{y}:pending",
+            "g:}{z}:pending",
+            "g:{}:pending",
+        ];
+        let own = slot(&mut c, &prefix);
+        let shared = derived
+            .iter()
+            .all(|s| slot(&mut c, &format!("{prefix}{s}")) == own);
+        let reply: redis::RedisResult<Value> = redis::cmd("EMQ.LANE").arg(&prefix).arg("x").query(&mut cc);
+        match reply {
+            Ok(_) => {
+                assert!(shared, "{prefix:?} accepted, but its keys spread over slots");
+                accepted += 1;
+            }
+            Err(e) => {
+                assert!(format!("{e}").contains("hash tag"), "{prefix:?}: {e}");
+                assert!(!shared, "{prefix:?} refused, but its keys share its slot");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        accepted > 30 && refused > 30,
+        "{accepted} accepted, {refused} refused"
+    );
+}

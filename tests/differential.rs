@@ -244,7 +244,7 @@ thread_local! {
 }
 
 fn run_seeds(seeds: std::ops::Range<u64>) -> usize {
-    over_seeds(seeds, run_seed)
+    over_seeds(seeds, run_seed).into_iter().sum()
 }
 
 /// Both halves run in parallel, each on its own server.

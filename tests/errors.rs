@@ -83,18 +83,6 @@ impl Bench {
 
 fn nothing(_: &mut redis::Connection) {}
 
-fn set(key: &'static str, value: &'static str) -> impl Fn(&mut redis::Connection) {
-    move |c| {
-        healthy(c);
-        let _: () = redis::cmd("DEL").arg(format!("{P}{key}")).query(c).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg(format!("{P}{key}"))
-            .arg(value)
-            .query(c)
-            .unwrap();
-    }
-}
-
 #[test]
 fn wrong_arity() {
     let mut b = Bench::new();
@@ -156,14 +144,19 @@ fn bad_weights() {
 #[test]
 fn wrong_types() {
     let mut b = Bench::new();
-    b.refused(&set("gring", "x"), "claim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("gring", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("gweight", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("gweight", "x"), "weight", &[P, "a", "2"], "WRONGTYPE");
-    b.refused(&set("glimit", "x"), "claim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("gactive", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("leases", "x"), "wclaim", &[P, "100"], "WRONGTYPE");
-    b.refused(&set("jlease", "x"), "claim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gring"), "claim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gring"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gweight"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(
+        &string_at(healthy, "gweight"),
+        "weight",
+        &[P, "a", "2"],
+        "WRONGTYPE",
+    );
+    b.refused(&string_at(healthy, "glimit"), "claim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "gactive"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "leases"), "wclaim", &[P, "100"], "WRONGTYPE");
+    b.refused(&string_at(healthy, "jlease"), "claim", &[P, "100"], "WRONGTYPE");
 }
 
 #[test]

@@ -11,12 +11,6 @@ use std::time::Duration;
 use common::rng::Rng;
 use common::*;
 
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> Option<String> {
-    let info: String = redis::cmd("INFO").arg(section).query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-}
-
 #[test]
 fn a_replica_without_the_module_reaches_the_primarys_keyspace() {
     let primary = Server::start();
@@ -63,8 +57,8 @@ fn the_aof_replays_and_rewrites_to_the_same_keyspace() {
 
     let _: Value = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
     wait_for("the AOF rewrite", || {
-        info_field(&mut c, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && info_field(&mut c, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+        info_text(&mut c, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && info_text(&mut c, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
     });
     drive(&mut c, "aof{q}:", &mut rng, 300);
     let before = digest(&mut c);
@@ -81,7 +75,7 @@ fn emq_writes_count_towards_save_points() {
     let server = Server::start();
     let mut c = server.conn();
     let changes = |c: &mut redis::Connection| -> i64 {
-        info_field(c, "persistence", "rdb_changes_since_last_save")
+        info_text(c, "persistence", "rdb_changes_since_last_save")
             .unwrap()
             .parse()
             .unwrap()
@@ -320,8 +314,8 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
     let mut c = server.conn();
     let cats = cmd(&mut c, &["ACL", "CAT"]);
     let has_custom = format!("{cats:?}").contains("\"emq\"");
-    let version = info_field(&mut c, "server", "redis_version").unwrap();
-    let valkey = info_field(&mut c, "server", "valkey_version").is_some();
+    let version = info_text(&mut c, "server", "redis_version").unwrap();
+    let valkey = info_text(&mut c, "server", "valkey_version").is_some();
     if !valkey && version.as_str() < "7.4" {
         assert!(!has_custom, "Redis {version} has no custom categories");
         return; // loaded and degraded, as the log says
@@ -354,7 +348,7 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
 fn info_emq_counts_and_the_cap_applies() {
     let server = Server::start_with(&["--emq.max-claim", "3"]);
     let mut c = server.conn();
-    let field = |c: &mut redis::Connection, f: &str| info_field(c, "emq", &format!("emq_{f}")).unwrap();
+    let field = |c: &mut redis::Connection, f: &str| info_text(c, "emq", &format!("emq_{f}")).unwrap();
     assert_eq!(field(&mut c, "max_claim"), "3", "set at load");
     let pairs: Vec<String> = (0..10).flat_map(|i| [i.to_string(), format!("j{i}")]).collect();
     let mut args = vec!["EMQ.ENQUEUE", "i:", "a"];

@@ -38,7 +38,7 @@ fn a_panic_in_a_command_is_an_error_reply_and_the_server_lives_on() {
 }
 
 #[test]
-fn the_panic_hook_is_absent_from_an_ordinary_load() {
+fn the_panicking_test_command_is_absent_from_an_ordinary_load() {
     let server = Server::start();
     let mut c = server.conn();
     let r = cmd(&mut c, &["EMQ.DEBUG-PANIC"]);

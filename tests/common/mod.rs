@@ -783,16 +783,16 @@ pub fn drive(c: &mut redis::Connection, p: &str, rng: &mut rng::Rng, ops: usize)
 }
 
 /// Runs `run_seed(conn, twins, clock tolerance, seed)` for each seed on one
-/// server with the twins loaded; returns the sum of what the runs counted.
-pub fn over_seeds(
+/// server with the twins loaded; returns what each run reported.
+pub fn over_seeds<T>(
     seeds: std::ops::Range<u64>,
-    run_seed: fn(&mut redis::Connection, &Twins, i64, u64) -> usize,
-) -> usize {
+    run_seed: fn(&mut redis::Connection, &Twins, i64, u64) -> T,
+) -> Vec<T> {
     let server = Server::start();
     let mut c = server.conn();
     let twins = Twins::load(&mut c);
     let tol = server.clock_tolerance();
-    seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).sum()
+    seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).collect()
 }
 
 /// `LRANGE P gring 0 -1`.
