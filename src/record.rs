@@ -1,7 +1,37 @@
 //! The record of a leased or dead job (`P jlease`, `P jdead`):
-//! `"<mint> <lane>"`, the mint as the server formats a zset score, one
-//! space, the lane. Pure: whether the mint is a score the server can store
-//! is asked of the server (`Arg::to_score`) by the caller.
+//! `"<mint> <lane>"`, the mint as the server formats a zset score (what
+//! `ZSCORE` replies), one space, the lane. Whether a mint read back is a
+//! score the server can store is asked of the server (`Arg::to_score`).
+
+use std::io::Write as _;
+
+use crate::ffi::{Ctx, RStr};
+
+/// A zset score as this server formats it (what `ZSCORE` replies): an
+/// integer well inside 2^53 as its digits (every server prints those so),
+/// else as the server prints it — `%.17g` on Redis before 7.2, whose
+/// `RM_CreateStringFromDouble` prints otherwise.
+pub fn score_text(ctx: &Ctx, score: f64) -> RStr {
+    if let Some(int) = integer_score(score) {
+        let mut digits = [0u8; 24];
+        let mut rest = &mut digits[..];
+        let _ = write!(rest, "{int}");
+        let n = 24 - rest.len();
+        return ctx.string(&digits[..n]);
+    }
+    if ctx.scores_print_17g() {
+        return ctx.string(&crate::ffi::ctx::format_17g(score));
+    }
+    ctx.string_from_double(score)
+}
+
+/// The common case of a mint printed without a round trip through the
+/// server.
+pub fn integer_score(score: f64) -> Option<i64> {
+    // -0.0 is printed "-0" by the server: not this case.
+    let plain = score.fract() == 0.0 && score.abs() < 1e15 && !(score == 0.0 && score.is_sign_negative());
+    plain.then_some(score as i64)
+}
 
 /// A record split at its first space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +56,21 @@ pub fn parts<'a>(mint: &'a [u8], lane: &'a [u8]) -> [&'a [u8]; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_scores_print_plainly_on_every_server() {
+        assert_eq!(integer_score(42.0), Some(42));
+        assert_eq!(integer_score(-7.0), Some(-7));
+        assert_eq!(integer_score(0.0), Some(0));
+        assert_eq!(integer_score(-0.0), None, "the server prints -0");
+        assert_eq!(integer_score(1.5), None);
+        assert_eq!(integer_score(1e17), None, "Redis 7.0 prints 1e+17");
+        // Where the fast path applies, %.17g agrees with it.
+        for v in [1.0, 123456789012345.0, -99.0] {
+            let fast = integer_score(v).unwrap().to_string();
+            assert_eq!(crate::ffi::ctx::format_17g(v), fast.into_bytes());
+        }
+    }
 
     #[test]
     fn records_split_at_the_first_space() {

@@ -374,7 +374,7 @@ impl<'q> Claim<'q> {
         if !s.taken.is_empty() {
             for (job, mint) in &s.taken {
                 self.leases.zset_add(deadline as f64, job.as_arg(), false);
-                let mint = ctx.format_score(*mint);
+                let mint = crate::record::score_text(ctx, *mint);
                 let record = ctx.string_of(&record::parts(mint.bytes(), lane.bytes()));
                 self.jlease.hash_set(job.as_arg(), record.as_arg());
                 records.push(record);

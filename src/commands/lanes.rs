@@ -111,7 +111,7 @@ pub fn reassign<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
     from_zset.notify(Class::Zset, c"zrem");
     to_zset.zset_add(mint, job, false);
     to_zset.notify(Class::Zset, c"zadd");
-    let mint_text = call.ctx.format_score(mint);
+    let mint_text = crate::record::score_text(call.ctx, mint);
     call.repl.effect(c"ZREM", &[from_zset.name(), job]);
     call.repl
         .effect(c"ZADD", &[to_zset.name(), mint_text.as_arg(), job]);

@@ -246,7 +246,7 @@ fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
         if let Some((lane, mint)) = &item.home {
             if lane.bytes() == g.lane.bytes() {
                 pending.zset_add(*mint, item.job.arg(), false);
-                texts.push((q.ctx.format_score(*mint), item.job.arg()));
+                texts.push((crate::record::score_text(q.ctx, *mint), item.job.arg()));
             }
         }
     }

@@ -4,7 +4,6 @@
 //! for. Keys are opened through it (`key.rs`), under its ACL guard (`acl.rs`).
 
 use std::ffi::{CStr, CString};
-use std::io::Write as _;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -73,22 +72,18 @@ impl Ctx {
         }
     }
 
-    /// A zset score as the server formats it (what `ZSCORE` replies).
-    pub fn format_score(&self, score: f64) -> RStr {
-        if let Some(int) = integer_score(score) {
-            let mut digits = [0u8; 24];
-            let mut rest = &mut digits[..];
-            let _ = write!(rest, "{int}");
-            let n = 24 - rest.len();
-            return self.string(&digits[..n]);
-        }
-        if SCORES_AS_17G.load(Ordering::Relaxed) {
-            return self.string(&format_17g(score));
-        }
+    /// `RM_CreateStringFromDouble`: the server's own formatting of a double.
+    pub fn string_from_double(&self, v: f64) -> RStr {
         RStr {
-            ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, score) },
+            ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, v) },
             ctx: self.ptr,
         }
+    }
+
+    /// Whether this server replies zset scores with `%.17g` while its
+    /// `RM_CreateStringFromDouble` prints otherwise (Redis before 7.2).
+    pub fn scores_print_17g(&self) -> bool {
+        SCORES_AS_17G.load(Ordering::Relaxed)
     }
 
     // ---- the server's state ----
@@ -340,17 +335,8 @@ pub fn log_warning(msg: &str) {
     log(ptr::null_mut(), Level::Warning, msg);
 }
 
-/// The common case of a mint (an integer well inside 2^53) printed without a
-/// round trip through the server: every formatter above prints such a
-/// value as its plain digits.
-pub fn integer_score(score: f64) -> Option<i64> {
-    // -0.0 is printed "-0" by the server: not this case.
-    let plain = score.fract() == 0.0 && score.abs() < 1e15 && !(score == 0.0 && score.is_sign_negative());
-    plain.then_some(score as i64)
-}
-
 /// `%.17g`, as libc prints it (what Redis 7.0's `ZSCORE` replies).
-fn format_17g(score: f64) -> Vec<u8> {
+pub fn format_17g(score: f64) -> Vec<u8> {
     let mut buf = [0u8; 64];
     let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%.17g".as_ptr(), score) };
     buf[..(n.max(0) as usize).min(buf.len() - 1)].to_vec()
@@ -358,23 +344,13 @@ fn format_17g(score: f64) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_17g, integer_score, with_joined};
+    use super::{format_17g, with_joined};
 
     #[test]
-    fn integer_scores_print_plainly_on_every_server() {
-        assert_eq!(integer_score(42.0), Some(42));
-        assert_eq!(integer_score(-7.0), Some(-7));
-        assert_eq!(integer_score(0.0), Some(0));
-        assert_eq!(integer_score(-0.0), None, "the server prints -0");
-        assert_eq!(integer_score(1.5), None);
-        assert_eq!(integer_score(1e17), None, "Redis 7.0 prints 1e+17");
-        // Where the fast path applies, %.17g agrees with it.
-        for v in [1.0, 123456789012345.0, -99.0] {
-            let fast = integer_score(v).unwrap().to_string();
-            assert_eq!(String::from_utf8(format_17g(v)).unwrap(), fast);
-        }
+    fn seventeen_significant_digits_as_libc_prints_them() {
         assert_eq!(format_17g(1e17), b"1e+17");
         assert_eq!(format_17g(1.1), b"1.1000000000000001");
+        assert_eq!(format_17g(42.0), b"42");
     }
 
     #[test]
