@@ -1,2 +1,2 @@
 -- EMQ.ACK's twin (after shared.lua). ARGV = token, job [, job ...]
-return settle('ack', false)
+return settle('ack', 'ack')

@@ -1,2 +1,2 @@
 -- EMQ.NACK's twin (after shared.lua). ARGV = token, job [, job ...]
-return settle('nack', true)
+return settle('nack', 'return')

@@ -8,11 +8,4 @@ elseif #ARGV ~= 0 then
   fail('ERR syntax error')
 end
 redis.call('ZCARD', LEASES); redis.call('HLEN', JLEASE)
-local jobs = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now_ms(), 'LIMIT', 0, count)
-local items = {}
-for i, job in ipairs(jobs) do
-  local rec = redis.call('HGET', JLEASE, job)
-  if rec then items[i] = {job, parse_record(rec)} else items[i] = {job} end
-end
-release(items, true)
-return jobs
+return reap_expired(tonumber(count), tonumber(count), false)

@@ -1,12 +1,17 @@
 -- shared.lua: what the twins share. Every twin but weight.lua is this file
 -- followed by its own (tests/common and benches load them so).
--- KEYS[1] = P (for wclaim.lua, which keeps the seed's convention, KEYS[1] is
--- the ring and its prefix is ARGV[1]: it calls only the helpers that take
--- the prefix as an argument). Helpers raise errors as {err = ...} tables.
-local P = KEYS[1] or ''
-local RING, ACTIVE, LIMIT, PAUSED = P .. 'gring', P .. 'gactive', P .. 'glimit', P .. 'gpaused'
-local LEASES, JLEASE, WEIGHT = P .. 'leases', P .. 'jlease', P .. 'gweight'
-local JDEAD = P .. 'jdead'
+-- KEYS[1] = P; wclaim.lua, which keeps the seed's convention (KEYS[1] is the
+-- ring, ARGV[1] the prefix), sets the prefix itself. Helpers raise errors as
+-- {err = ...} tables.
+local P, RING, ACTIVE, LIMIT, PAUSED, LEASES, JLEASE, WEIGHT
+local JRETURNS, DEAD, JDEAD, POLICY
+local function set_prefix(p)
+  P = p
+  RING, ACTIVE, LIMIT, PAUSED = p .. 'gring', p .. 'gactive', p .. 'glimit', p .. 'gpaused'
+  LEASES, JLEASE, WEIGHT = p .. 'leases', p .. 'jlease', p .. 'gweight'
+  JRETURNS, DEAD, JDEAD, POLICY = p .. 'jreturns', p .. 'dead', p .. 'jdead', p .. 'policy'
+end
+set_prefix(KEYS[1] or '')
 
 local function pending(lane) return P .. 'g:' .. lane .. ':pending' end
 local function fail(msg) error({err = msg}) end
@@ -81,45 +86,114 @@ local function parse_record(rec)
   return mint, lane
 end
 
--- Releases leases {job, mint, lane} (lane nil: no record, the lease is only
--- dropped): gactive drops per lane, the ring follows; with restore the jobs
--- go back to pending at their mint scores.
-local function release(items, restore)
-  local counts, order = {}, {}
+-- The queue's max-deliveries (nil: no limit).
+local function max_deliveries()
+  local v = redis.call('HGET', POLICY, 'max-deliveries')
+  if not v then return nil end
+  if not (is_int(v) and tonumber(v) >= 1) then
+    fail("ERR max-deliveries 'max-deliveries' in " .. quote(POLICY) .. ' is not an integer >= 1')
+  end
+  return tonumber(v)
+end
+
+-- A leased job's item {job, mint, lane, record}: mint and lane nil when the
+-- record is missing or damaged (the lease is then only dropped).
+local function read_item(job)
+  local rec = redis.call('HGET', JLEASE, job)
+  if not rec then return {job} end
+  local mint, lane = parse_record(rec)
+  return {job, mint, lane, rec}
+end
+
+-- Ends the leases of items, at most limit of them. ending 'ack': completed;
+-- 'return': back to pending at the mint score, the return counted in
+-- jreturns — or, when that count reaches max-deliveries, dead (P dead, score
+-- now; P jdead). gactive drops per lane; the ring follows. A lane whose
+-- state is damaged fails the call, or with leave_damaged keeps its leases.
+-- Returns the items ended.
+local function release(items, ending, leave_damaged, limit)
+  redis.call('HLEN', JRETURNS)
+  local max = nil
+  if ending == 'return' then max = max_deliveries() end
+  if max then redis.call('ZCARD', DEAD); redis.call('HLEN', JDEAD) end
+  local states, left = {}, {}
+  for _, it in ipairs(items) do
+    if it[3] then redis.call('LLEN', RING); redis.call('HLEN', ACTIVE); redis.call('HLEN', LIMIT) break end
+  end
   for _, it in ipairs(items) do
     local lane = it[3]
-    if lane then
-      if not counts[lane] then counts[lane] = 0; order[#order + 1] = lane end
-      counts[lane] = counts[lane] + 1
+    if lane and states[lane] == nil and not left[lane] then
+      local ok, state = pcall(lane_state, lane)
+      if ok then
+        states[lane] = state
+      elseif leave_damaged then
+        left[lane] = true
+      else
+        error(state)
+      end
     end
   end
-  local before = {}
-  for _, lane in ipairs(order) do before[lane] = serviceable(lane_state(lane)) end
-  if #order > 0 then redis.call('LLEN', RING) end
+  local kept, counts, order = {}, {}, {}
   for _, it in ipairs(items) do
+    local lane = it[3]
+    if not (lane and left[lane]) and #kept < limit then
+      kept[#kept + 1] = it
+      if lane then
+        if not counts[lane] then counts[lane] = 0; order[#order + 1] = lane end
+        counts[lane] = counts[lane] + 1
+        if ending == 'return' then
+          local r = redis.call('HGET', JRETURNS, it[1])
+          it.returns = ((r and is_int(r) and tonumber(r) >= 0) and tonumber(r) or 0) + 1
+          it.dies = max ~= nil and it.returns >= max
+        end
+      end
+    end
+  end
+  local now = now_ms()
+  for _, it in ipairs(kept) do
     redis.call('ZREM', LEASES, it[1])
     redis.call('HDEL', JLEASE, it[1]) -- a damaged record goes too
-    if it[3] and restore then redis.call('ZADD', pending(it[3]), it[2], it[1]) end
+    if it[3] then
+      if ending == 'return' and not it.dies then
+        redis.call('HSET', JRETURNS, it[1], it.returns)
+        redis.call('ZADD', pending(it[3]), it[2], it[1])
+      else
+        redis.call('HDEL', JRETURNS, it[1])
+        if it.dies then
+          redis.call('ZADD', DEAD, now, it[1])
+          redis.call('HSET', JDEAD, it[1], it[4])
+        end
+      end
+    end
   end
   for _, lane in ipairs(order) do
     if redis.call('HINCRBY', ACTIVE, lane, -counts[lane]) <= 0 then redis.call('HDEL', ACTIVE, lane) end
-    follow(lane, before[lane])
+    follow(lane, serviceable(states[lane]))
   end
+  return kept
 end
 
--- The lease record of a job leased under token, or nil.
+-- Expired leases (deadline <= now), earliest first, at most limit of them
+-- ended as returns; look: how many expired leases to look at.
+local function reap_expired(limit, look, leave_damaged)
+  local jobs = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now_ms(), 'LIMIT', 0, look)
+  local items = {}
+  for i, job in ipairs(jobs) do items[i] = read_item(job) end
+  local ended = release(items, 'return', leave_damaged, limit)
+  local ids = {}
+  for i, it in ipairs(ended) do ids[i] = it[1] end
+  return ids
+end
+
+-- The item of a job leased under token, or nil.
 local function leased_under(job, token)
   local s = redis.call('ZSCORE', LEASES, job)
-  if s and tonumber(s) == tonumber(token) then
-    local rec = redis.call('HGET', JLEASE, job)
-    if rec then return {job, parse_record(rec)} end
-    return {job}
-  end
+  if s and tonumber(s) == tonumber(token) then return read_item(job) end
   return nil
 end
 
--- ACK (restore = false) and NACK (restore = true): ARGV = token, job...
-local function settle(name, restore)
+-- ACK (ending 'ack') and NACK (ending 'return'): ARGV = token, job...
+local function settle(name, ending)
   arity(#ARGV >= 2, name)
   if not is_int(ARGV[1]) then fail('ERR token must be an integer') end
   redis.call('ZCARD', LEASES); redis.call('HLEN', JLEASE)
@@ -135,7 +209,7 @@ local function settle(name, restore)
       end
     end
   end
-  release(items, restore)
+  release(items, ending, false, #items)
   return settled
 end
 
@@ -153,6 +227,22 @@ local function set_paused(name, paused)
 end
 
 -- ---- the claim turn (claim.lua, wclaim.lua) ----
+
+-- A claim twin's optional last arguments `REAP n` (emq.reap-on-claim,
+-- which the native command reads from its config): n, or 0 without them.
+-- Anything else there is the arity error.
+local function reap_bound(at, name)
+  if #ARGV == at - 1 then return 0 end
+  if #ARGV ~= at + 1 or string.upper(ARGV[at]) ~= 'REAP' or not is_int(ARGV[at + 1]) then
+    fail("ERR wrong number of arguments for 'emq." .. name .. "' command")
+  end
+  return tonumber(ARGV[at + 1])
+end
+-- Expired leases first (SPEC, under EMQ.WCLAIM): at most bound of them go
+-- back before the turn, a damaged lane's left in place.
+local function reap_first(bound)
+  if bound > 0 then reap_expired(bound, bound * 2, true) end
+end
 
 -- The rotated lane g cannot be served: it leaves the ring.
 local function drop(ring, g)

@@ -1,13 +1,16 @@
 -- EMQ.WCLAIM's Lua twin: the seed's @gwclaim (EchoMQ.Lanes.wclaim/3), after
--- shared.lua. KEYS[1] = P..'gring', ARGV[1] = P, ARGV[2] = lease (ms).
--- Reply: {lane, deadline, job...} or {}.
-if #KEYS ~= 1 or #ARGV ~= 2 then
+-- shared.lua. KEYS[1] = P..'gring', ARGV[1] = P, ARGV[2] = lease (ms), then
+-- optionally `REAP n`: how many expired leases go back first (the native
+-- command's emq.reap-on-claim). Reply: {lane, deadline, job...} or {}.
+if #KEYS ~= 1 or #ARGV < 2 then
   return redis.error_reply("ERR wrong number of arguments for 'emq.wclaim' command")
 end
 if ARGV[1] == '' then return redis.error_reply('ERR the prefix must not be empty') end
 if not string.match(ARGV[2], '^[1-9]%d*$') or tonumber(ARGV[2]) > 1099511627776 then
   return redis.error_reply('ERR lease must be an integer from 1 to 1099511627776')
 end
+set_prefix(ARGV[1])
+reap_first(reap_bound(3, 'wclaim'))
 -- The seed's first half, its lines as they are; the lines SPEC section 2
 -- adds between them end in `--+` (a damaged lane returns {} after the
 -- seed's LMOVE: it was rotated, untouched).

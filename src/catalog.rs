@@ -1,7 +1,7 @@
 //! The command table: name, handler, flags, arity and the documentation that
 //! `COMMAND INFO` / `COMMAND DOCS` show. `lib.rs` registers what is here.
 
-use crate::commands::{claim, lanes, lifecycle, Handler};
+use crate::commands::{claim, dead, lanes, lifecycle, Handler};
 
 /// How an argument is documented (`REDISMODULE_ARG_TYPE_*`).
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +76,13 @@ const JOBS: ArgDoc = many("job", Kind::Str);
 const MINT_JOB: &[ArgDoc] = &[arg("mint", Kind::Double), arg("job", Kind::Str)];
 const LIMIT_VALUE: &[ArgDoc] = &[
     arg("limit", Kind::Int),
+    ArgDoc {
+        token: Some("NONE"),
+        ..arg("none", Kind::Token)
+    },
+];
+const DELIVERIES_VALUE: &[ArgDoc] = &[
+    arg("max-deliveries", Kind::Int),
     ArgDoc {
         token: Some("NONE"),
         ..arg("none", Kind::Token)
@@ -158,11 +165,12 @@ pub const COMMANDS: &[CommandDoc] = &[
         handler: lifecycle::nack,
         flags: "write fast",
         arity: -4,
-        summary: "Returns jobs leased under a token to their lanes at their mint scores.",
+        summary: "Returns jobs leased under a token to their lanes at their mint scores, counting the return; a job at its max-deliveries dies instead.",
         complexity: "O(M log N) for M jobs.",
         args: &[PREFIX, TOKEN, JOBS],
         readonly: false,
-        deterministic: true,
+        // A death is stamped with the clock.
+        deterministic: false,
         internal: false,
     },
     CommandDoc {
@@ -182,7 +190,7 @@ pub const COMMANDS: &[CommandDoc] = &[
         handler: lifecycle::reap,
         flags: "write",
         arity: -2,
-        summary: "Returns expired leases to their lanes, earliest deadline first.",
+        summary: "Returns expired leases to their lanes (as NACK), earliest deadline first.",
         complexity: "O(M log N) for M reaped jobs.",
         args: &[PREFIX, COUNT],
         readonly: false,
@@ -247,6 +255,42 @@ pub const COMMANDS: &[CommandDoc] = &[
         args: &[PREFIX, LANE],
         readonly: true,
         deterministic: false,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.policy",
+        handler: dead::policy,
+        flags: "write fast",
+        arity: 4,
+        summary: "Sets or removes the queue's max-deliveries: how many leases a job gets before it dies.",
+        complexity: "O(1)",
+        args: &[PREFIX, arg("setting", Kind::Str), arg("value", Kind::OneOf(DELIVERIES_VALUE))],
+        readonly: false,
+        deterministic: true,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.dead",
+        handler: dead::dead,
+        flags: "readonly",
+        arity: -2,
+        summary: "Lists the oldest dead jobs: job, lane, when it died.",
+        complexity: "O(log D + N) for N listed of D dead jobs.",
+        args: &[PREFIX, COUNT],
+        readonly: true,
+        deterministic: false,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.revive",
+        handler: dead::revive,
+        flags: "write",
+        arity: -3,
+        summary: "Puts dead jobs back in their lanes at their mint scores.",
+        complexity: "O(M log N) for M jobs.",
+        args: &[PREFIX, JOBS],
+        readonly: false,
+        deterministic: true,
         internal: false,
     },
     CommandDoc {

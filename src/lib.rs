@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod expiry;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod info;
@@ -75,7 +76,8 @@ mod module {
         Status::Ok
     }
 
-    fn deinit(_ctx: &Context) -> Status {
+    fn deinit(ctx: &Context) -> Status {
+        crate::ffi::boundary::with_module_ctx(ctx, crate::expiry::stop_all);
         crate::ffi::release_constants();
         // Back to the default hook: ours must not outlive the unloaded module.
         drop(std::panic::take_hook());

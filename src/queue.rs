@@ -28,6 +28,16 @@ impl<'q> Queue<'q> {
         }
     }
 
+    /// The queue for the module's own work (the expiry timer): no caller,
+    /// no key permissions to check.
+    pub fn internal(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
+        Queue {
+            call,
+            ctx: call.ctx,
+            prefix,
+        }
+    }
+
     /// `P` followed by `suffix`, opened (untyped).
     pub fn key(&self, suffix: &[u8]) -> Result<Key<'q>, Error> {
         self.ctx.key(&[self.prefix.bytes(), suffix])

@@ -51,7 +51,7 @@ pub static RECORDS_DROPPED: Counter = Counter::new();
 pub static BLOCKED: Counter = Counter::new();
 
 /// `INFO emq` counters, in order.
-pub fn fields() -> [(&'static str, u64); 16] {
+pub fn fields() -> [(&'static str, u64); 17] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -69,5 +69,6 @@ pub fn fields() -> [(&'static str, u64); 16] {
         ("duplicates_dropped", DUPLICATES_DROPPED.get()),
         ("records_dropped", RECORDS_DROPPED.get()),
         ("blocked_clients", BLOCKED.get()),
+        ("timers", crate::expiry::running() as u64),
     ]
 }

@@ -92,9 +92,15 @@ fn a_full_cycle_enqueue_claim_ack_reap() {
             .collect();
         assert_eq!(
             keys,
-            ["g:acme:pending", "gring", "gweight"],
+            ["g:acme:pending", "gring", "gweight", "jreturns"],
             "no empty or stale key remains"
         );
+        let returns: String = redis::cmd("HGET")
+            .arg(format!("{p}jreturns"))
+            .arg("j3")
+            .query(c)
+            .unwrap();
+        assert_eq!(returns, "1", "the reaped lease counts as a return");
     });
 }
 
@@ -318,13 +324,14 @@ fn enqueue_is_zadd_nx_and_skips_leased_jobs() {
 fn reap_takes_the_earliest_deadlines_first_up_to_count() {
     both(|c, emq, p| {
         fill(c, emq, p, "a", 3);
+        // Claimed in one order, with leases that run out in the other.
         let mut order = Vec::new();
-        for _ in 0..3 {
-            let (_, _, jobs) = emq.run(c, "claim", &[p, "1"]).claim().unwrap();
+        for lease in ["300", "200", "100"] {
+            let (_, _, jobs) = emq.run(c, "claim", &[p, lease]).claim().unwrap();
             order.extend(jobs);
-            std::thread::sleep(std::time::Duration::from_millis(3));
         }
-        std::thread::sleep(std::time::Duration::from_millis(3));
+        order.reverse();
+        std::thread::sleep(std::time::Duration::from_millis(320));
         let first = emq.run(c, "reap", &[p, "count", "2"]);
         let rest = emq.run(c, "reap", &[p, "COUNT", "100"]);
         let names = |r: &Reply| match r.value() {

@@ -325,7 +325,7 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
         panic!()
     };
     let members: BTreeSet<String> = members.iter().map(text).collect();
-    assert_eq!(members.len(), 13, "{members:?}");
+    assert_eq!(members.len(), 16, "{members:?}");
     assert!(members.contains("emq.wclaim") && members.contains("emq.lane"));
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", "worker", "on", ">pw", "~emq:{a}:*", "+@emq"])

@@ -29,6 +29,8 @@ use crate::ffi::block::Wait;
 use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, Kind, RStr, Reply, Word};
 use crate::queue::Queue;
 use crate::record;
+
+use super::release::{self, OnDamagedLane};
 use crate::schedule::{self, Head, Stored, Turn};
 use crate::stats;
 
@@ -83,26 +85,34 @@ fn command<'a>(call: &Call, argv: Argv<'a>, weighted: bool) -> Result<Reply<'a>,
     let claim = Claim::open(&q, weighted)?;
     let deadline = call.ctx.now_ms().saturating_add(req.lease);
     let Some(timeout) = req.block.filter(|_| call.ctx.may_block()) else {
-        return Ok(match claim.turn(deadline)? {
-            Some(reply) => reply,
-            None => {
-                call.count(&stats::CLAIMS_EMPTY, 1);
-                Reply::empty()
-            }
-        });
+        let served = claim.turn(deadline)?;
+        return Ok(served.unwrap_or_else(|| {
+            call.count(&stats::CLAIMS_EMPTY, 1);
+            Reply::empty()
+        }));
     };
-    if let Some(reply) = claim.serve_first_servable(deadline)? {
+    // Expired leases go back first, even when nothing else can be served
+    // (the call's own context may write and then wait; a wake-up may not).
+    let first = claim.first_servable()?;
+    if claim.reap_first()? {
+        if let Some(reply) = claim.serve_from(claim.first_servable()?, deadline)? {
+            return Ok(reply);
+        }
+    } else if let Some(reply) = claim.serve_from(first, deadline)? {
         return Ok(reply);
     }
-    // Nothing can be served: wait on the ring, woken when a lane joins it.
+    // Nothing can be served: wait on the ring, woken when a lane joins it
+    // (and by the expiry timer when leases of the queue run out).
     stats::BLOCKED.add(1);
+    let watch = crate::expiry::watch(call.ctx, req.prefix.bytes(), claim.leases.zset_first_score());
     let ready = if weighted { wclaim_ready } else { claim_ready };
     call.ctx.block_on_key(
         claim.ring.name(),
         timeout,
         Wait {
             ready,
-            ended: || stats::BLOCKED.sub(1),
+            ended: wait_ended,
+            arg: watch,
         },
     );
     Ok(Reply::Blocked)
@@ -116,7 +126,21 @@ fn on_ready<'a>(ctx: &Ctx, argv: Argv<'a>, weighted: bool) -> Result<Option<Repl
     let q = Queue::new(&call, req.prefix);
     let claim = Claim::open(&q, weighted)?;
     let deadline = ctx.now_ms().saturating_add(req.lease);
-    claim.serve_first_servable(deadline)
+    let Some(first) = claim.first_servable()? else {
+        return Ok(None);
+    };
+    // It will serve (returning expired leases only makes lanes more
+    // servable): now it may write.
+    if claim.reap_first()? {
+        return claim.serve_from(claim.first_servable()?, deadline);
+    }
+    claim.serve_from(Some(first), deadline)
+}
+
+/// However a wait ends (served, timed out, gone): one waiter fewer.
+fn wait_ended(ctx: Option<&Ctx>, watch: u64) {
+    stats::BLOCKED.sub(1);
+    crate::expiry::unwatch(ctx, watch);
 }
 
 fn claim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply<'a>>, Error> {
@@ -176,8 +200,21 @@ impl<'q> Claim<'q> {
         Ok(claim)
     }
 
-    /// One turn of a non-blocking claim: the reply when it served.
+    /// One turn of a non-blocking claim: the reply when it served. Expired
+    /// leases go back first (`emq.reap-on-claim`).
     fn turn(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+        if self.reap_due()? {
+            // The head's keys are opened (and their permission checked)
+            // before the first write.
+            if let Some(lane) = self.ring.list_get(0) {
+                self.plan(&lane)?;
+            }
+            self.reap_first()?;
+        }
+        self.head_turn(deadline)
+    }
+
+    fn head_turn(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
         let Some(lane) = self.ring.list_get(0) else {
             return Ok(None);
         };
@@ -185,19 +222,42 @@ impl<'q> Claim<'q> {
         Ok(self.apply(lane, plan, deadline))
     }
 
-    /// Serves the first lane of the ring that can serve, dropping and
-    /// skipping the ones before it; writes nothing when none can.
-    fn serve_first_servable(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
-        let mut first = None;
+    /// Whether the claim should return expired leases first: the config
+    /// allows it and the queue's earliest lease has expired.
+    fn reap_due(&self) -> Result<bool, Error> {
+        Ok(config::reap_on_claim() > 0 && self.leases.zset_has_at_most(self.q.ctx.now_ms() as f64))
+    }
+
+    /// Returns up to `emq.reap-on-claim` expired leases (a damaged lane's
+    /// are left, not a reason to stop); whether any went back.
+    fn reap_first(&self) -> Result<bool, Error> {
+        if !self.reap_due()? {
+            return Ok(false);
+        }
+        let reaped = release::reap_expired(self.q, config::reap_on_claim(), OnDamagedLane::Leave)?;
+        self.q
+            .call
+            .count(&stats::JOBS_REAPED_BY_CLAIMS, reaped.len() as u64);
+        Ok(!reaped.is_empty())
+    }
+
+    /// The position in the ring of the first lane that would serve (read
+    /// only: every lane up to it is opened and checked).
+    fn first_servable(&self) -> Result<Option<usize>, Error> {
         for i in 0..self.ring.len() {
             let Some(lane) = self.ring.list_get(i as i64) else {
                 break;
             };
             if matches!(self.plan(&lane)?, Plan::Serve(ref s) if !s.taken.is_empty()) {
-                first = Some(i);
-                break;
+                return Ok(Some(i));
             }
         }
+        Ok(None)
+    }
+
+    /// Serves the lane at ring position `first`, dropping and skipping the
+    /// ones before it; nothing when there is none.
+    fn serve_from(&self, first: Option<usize>, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
         let Some(first) = first else {
             return Ok(None);
         };
@@ -206,7 +266,7 @@ impl<'q> Claim<'q> {
         // on (a lane met twice plans the same both times), so the turn at
         // `first` serves.
         for _ in 0..=first {
-            if let Some(reply) = self.turn(deadline)? {
+            if let Some(reply) = self.head_turn(deadline)? {
                 return Ok(Some(reply));
             }
         }
@@ -330,6 +390,7 @@ impl<'q> Claim<'q> {
                 }
                 call.count(&stats::CLAIMS, 1);
                 call.count(&stats::JOBS_CLAIMED, serving.taken.len() as u64);
+                crate::expiry::leased(self.q.ctx, self.q.prefix.bytes(), deadline);
                 Some(claim_reply(lane, deadline, serving.taken))
             }
         }

@@ -2,6 +2,7 @@
 //! context, how it replicates, and whether it counts in `INFO emq`.
 
 pub mod claim;
+pub mod dead;
 pub mod lanes;
 pub mod lifecycle;
 pub mod release;

@@ -3,15 +3,19 @@
 //!
 //! A released lease leaves `P leases` and `P jlease`; its lane's `gactive`
 //! drops by one (the field is removed at 0) and the ring follows the lane's
-//! serviceability; a returned job goes back to its lane's pending zset at its
-//! mint score. Releases are grouped by lane, so each lane is read and its
-//! ring membership decided once per call.
+//! serviceability. A completed job (ACK) is gone and its `P jreturns` count
+//! with it. A returned job (NACK, REAP, expiry) goes back to its lane's
+//! pending zset at its mint score and its `P jreturns` count grows by one —
+//! unless that count reaches the queue's `max-deliveries`: then it dies, to
+//! `P dead` (score = now) with its record in `P jdead`. Releases are grouped
+//! by lane, so each lane is read and its ring membership decided once.
 //!
 //! A lease whose record is missing or damaged (not `"<mint> <lane>"` with a
 //! mint the server can store as a score and a non-empty lane) is dropped:
 //! both entries go, nothing else is touched, the log says so. One damaged
 //! record never stops the others.
 
+use crate::args::parse_i64;
 use crate::errors::{quote, Error};
 use crate::ffi::{Arg, Class, Key, RStr};
 use crate::queue::Queue;
@@ -24,7 +28,7 @@ use crate::stats;
 pub enum Ending {
     /// Completed (ACK).
     Ack,
-    /// Given back (NACK, REAP, expiry).
+    /// Given back (NACK, REAP, expiry): counted as a return.
     Return,
 }
 
@@ -58,10 +62,20 @@ impl Lease<'_> {
 /// One lease to release, its record read.
 struct Item<'a> {
     job: Lease<'a>,
-    /// Whether `P jlease` has a record for it (even a damaged one).
-    recorded: bool,
+    /// The record as stored (even a damaged one).
+    text: Option<RStr>,
     /// The record's lane and mint; `None` when missing or damaged.
     home: Option<(RStr, f64)>,
+    /// For a returned job: its return count after this one, and whether it
+    /// dies of it.
+    returns: i64,
+    dies: bool,
+}
+
+impl Item<'_> {
+    fn of_lane(&self, lane: &[u8]) -> bool {
+        self.home.as_ref().is_some_and(|(l, _)| l.bytes() == lane)
+    }
 }
 
 /// One lane touched by a release.
@@ -78,6 +92,24 @@ pub struct Released {
     pub jobs: Vec<RStr>,
 }
 
+/// The queue's `max-deliveries` (`None`: no limit).
+pub fn max_deliveries(q: &Queue) -> Result<Option<i64>, Error> {
+    let policy = q.policy()?;
+    let field = q.ctx.string(b"max-deliveries");
+    match policy.hash_get(field.as_arg()) {
+        None => Ok(None),
+        Some(v) => match parse_i64(v.bytes()) {
+            Some(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(Error::bad_stored(
+                "max-deliveries",
+                b"max-deliveries",
+                policy.name().bytes(),
+                "an integer >= 1",
+            )),
+        },
+    }
+}
+
 /// Releases the leases of `jobs` (each currently leased), at most `limit` of
 /// them. Validates every lane first (`on_damaged` says what a damaged one
 /// does), then writes.
@@ -88,10 +120,19 @@ pub fn release(
     ending: Ending,
     on_damaged: OnDamagedLane,
 ) -> Result<Released, Error> {
-    let leases = q.leases()?;
-    let jlease = q.jlease()?;
     let ctx = q.ctx;
     // ---- read and validate ----
+    let leases = q.leases()?;
+    let jlease = q.jlease()?;
+    let jreturns = q.jreturns()?;
+    let policy = match ending {
+        Ending::Return => max_deliveries(q)?,
+        Ending::Ack => None,
+    };
+    let graves = match policy {
+        Some(_) => Some((q.dead()?, q.jdead()?)),
+        None => None,
+    };
     let mut items: Vec<Item> = jobs.into_iter().map(|job| read_item(q, &jlease, job)).collect();
     if items.iter().any(|i| i.home.is_some()) {
         // The queue-wide keys first: damage there is an error whatever
@@ -105,8 +146,7 @@ pub fn release(
     let mut left: Vec<Vec<u8>> = Vec::new();
     for item in &items {
         let Some((lane, _)) = &item.home else { continue };
-        let known = |l: &(Vec<u8>, Lane)| l.0 == lane.bytes();
-        if states.iter().any(known) || left.iter().any(|l| l.as_slice() == lane.bytes()) {
+        if states.iter().any(|s| s.0 == lane.bytes()) || left.iter().any(|l| l.as_slice() == lane.bytes()) {
             continue;
         }
         match q.lane(lane.as_arg()) {
@@ -131,8 +171,17 @@ pub fn release(
     });
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
-    for item in &items {
+    for item in &mut items {
         let Some((lane, _)) = &item.home else { continue };
+        if ending == Ending::Return {
+            let before = jreturns
+                .hash_get(item.job.arg())
+                .and_then(|v| parse_i64(v.bytes()))
+                .filter(|n| *n >= 0)
+                .unwrap_or(0);
+            item.returns = before.saturating_add(1);
+            item.dies = policy.is_some_and(|max| item.returns >= max);
+        }
         match groups.iter_mut().find(|g| g.lane.bytes() == lane.bytes()) {
             Some(g) => g.released += 1,
             None => {
@@ -166,20 +215,20 @@ pub fn release(
         .iter()
         .map(|g| q.pending_zset(g.lane.bytes()))
         .collect::<Result<_, _>>()?;
-
-    // ---- write: the lease entries, then each lane ----
     if items.is_empty() {
         return Ok(Released {
             settled: 0,
             jobs: Vec::new(),
         });
     }
+
+    // ---- write: the lease entries, the returns and deaths, then each lane ----
     let mut zrem = vec![leases.name()];
     let mut hdel = vec![jlease.name()];
     for item in &items {
         leases.zset_rem(item.job.arg());
         zrem.push(item.job.arg());
-        if item.recorded {
+        if item.text.is_some() {
             jlease.hash_del(item.job.arg());
             hdel.push(item.job.arg());
         }
@@ -189,6 +238,10 @@ pub fn release(
     if hdel.len() > 1 {
         jlease.notify(Class::Hash, c"hdel");
         q.call.repl.effect(c"HDEL", &hdel);
+    }
+    count_returns(q, &jreturns, &items);
+    if let Some((dead, jdead)) = graves {
+        bury(q, dead, jdead, &items);
     }
     for ((g, active), zset) in groups.iter().zip(new_active).zip(&pending) {
         if ending == Ending::Return {
@@ -228,33 +281,106 @@ pub fn release(
 /// own rules (what ZADD would store).
 fn read_item<'a>(q: &Queue, jlease: &Key, job: Lease<'a>) -> Item<'a> {
     let text = jlease.hash_get(job.arg());
-    let recorded = text.is_some();
-    let home = text.and_then(|text| {
+    let home = text.as_ref().and_then(|text| {
         let rec = record::parse(text.bytes())?;
         let mint = q.ctx.string(rec.mint).as_arg().to_score()?;
         Some((q.ctx.string(rec.lane), mint))
     });
-    Item { job, recorded, home }
+    Item {
+        job,
+        text,
+        home,
+        returns: 0,
+        dies: false,
+    }
 }
 
-/// Puts the group's jobs back in their lane at their mint scores; the
-/// replicated scores are the values applied, as the server prints them.
-fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
-    let mut zadd = vec![pending.name()];
-    let mut texts = Vec::new();
-    for item in items {
-        if let Some((lane, mint)) = &item.home {
-            if lane.bytes() == g.lane.bytes() {
-                pending.zset_add(*mint, item.job.arg(), false);
-                texts.push((crate::record::score_text(q.ctx, *mint), item.job.arg()));
-            }
+/// `P jreturns`: the new count of each job returned, and no count for a job
+/// completed or dead.
+fn count_returns(q: &Queue, jreturns: &Key, items: &[Item]) {
+    let mut counts = Vec::new();
+    let mut gone = vec![jreturns.name()];
+    for item in items.iter().filter(|i| i.home.is_some()) {
+        if item.returns > 0 && !item.dies {
+            counts.push((q.ctx.string_from_i64(item.returns), item.job.arg()));
+        } else if jreturns.hash_has(item.job.arg()) {
+            gone.push(item.job.arg());
         }
     }
-    for (text, job) in &texts {
+    if !counts.is_empty() {
+        let mut hset = vec![jreturns.name()];
+        for (n, job) in &counts {
+            jreturns.hash_set(*job, n.as_arg());
+            hset.extend([*job, n.as_arg()]);
+        }
+        jreturns.notify(Class::Hash, c"hset");
+        q.call.repl.effect(c"HSET", &hset);
+    }
+    if gone.len() > 1 {
+        for job in &gone[1..] {
+            jreturns.hash_del(*job);
+        }
+        jreturns.notify(Class::Hash, c"hdel");
+        q.call.repl.effect(c"HDEL", &gone);
+    }
+}
+
+/// The jobs that die of this return: to `P dead` (score = now) with their
+/// records in `P jdead`.
+fn bury(q: &Queue, dead: Key, jdead: Key, items: &[Item]) {
+    let dying: Vec<&Item> = items.iter().filter(|i| i.dies).collect();
+    if dying.is_empty() {
+        return;
+    }
+    let now_ms = q.ctx.now_ms();
+    let now = q.ctx.string_from_i64(now_ms);
+    let mut zadd = vec![dead.name()];
+    let mut hset = vec![jdead.name()];
+    let now_score = now_ms as f64;
+    for item in &dying {
+        let (Some(text), job) = (&item.text, item.job.arg()) else {
+            continue;
+        };
+        dead.zset_add(now_score, job, false);
+        jdead.hash_set(job, text.as_arg());
+        zadd.extend([now.as_arg(), job]);
+        hset.extend([job, text.as_arg()]);
+    }
+    dead.notify(Class::Zset, c"zadd");
+    jdead.notify(Class::Hash, c"hset");
+    q.call.repl.effect(c"ZADD", &zadd);
+    q.call.repl.effect(c"HSET", &hset);
+    q.call.count(&stats::JOBS_DIED, dying.len() as u64);
+}
+
+/// Puts the group's returned jobs (the living) back in their lane at their
+/// mint scores; the replicated scores are the values applied, as the server
+/// prints them.
+fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
+    let back: Vec<(RStr, Arg)> = items
+        .iter()
+        .filter(|i| i.of_lane(g.lane.bytes()) && !i.dies)
+        .filter_map(|i| {
+            let (_, mint) = i.home.as_ref()?;
+            pending.zset_add(*mint, i.job.arg(), false);
+            Some((record::score_text(q.ctx, *mint), i.job.arg()))
+        })
+        .collect();
+    if back.is_empty() {
+        return;
+    }
+    let mut zadd = vec![pending.name()];
+    for (text, job) in &back {
         zadd.extend([text.as_arg(), *job]);
     }
     pending.notify(Class::Zset, c"zadd");
     q.call.repl.effect(c"ZADD", &zadd);
+}
+
+/// Whether the queue has a lease whose deadline has passed (one look at the
+/// earliest lease).
+pub fn any_expired(q: &Queue) -> Result<bool, Error> {
+    Ok(q.leases()?.zset_has_at_most(q.ctx.now_ms() as f64))
 }
 
 /// Returns the queue's expired leases (deadline <= now), earliest first, at

@@ -17,12 +17,13 @@ use crate::errors::Error;
 /// waiting, `Err` answers the error.
 pub type Ready = for<'a> fn(&Ctx, Argv<'a>) -> Result<Option<Reply<'a>>, Error>;
 
-/// A blocked client's callbacks: `ready` as above, `ended` once however the
-/// wait ends (served, timed out, disconnected, unblocked).
+/// A blocked client's callbacks: `ready` as above, `ended(ctx, arg)` once
+/// however the wait ends (served, timed out, disconnected, unblocked).
 #[derive(Clone, Copy)]
 pub struct Wait {
     pub ready: Ready,
-    pub ended: fn(),
+    pub ended: fn(Option<&Ctx>, u64),
+    pub arg: u64,
 }
 
 impl Ctx {
@@ -76,12 +77,16 @@ extern "C" fn on_timeout(
     raw::REDISMODULE_OK as c_int
 }
 
-unsafe extern "C" fn on_end(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+unsafe extern "C" fn on_end(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     if data.is_null() {
         return;
     }
     let wait = Box::from_raw(data.cast::<Wait>());
-    if std::panic::catch_unwind(|| (wait.ended)()).is_err() {
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let ctx = (!ctx.is_null()).then(|| Ctx::new(ctx, false));
+        (wait.ended)(ctx.as_ref(), wait.arg);
+    }));
+    if ended.is_err() {
         log_panic();
     }
 }

@@ -58,3 +58,12 @@ pub(super) fn guarded(
 pub(super) fn log_panic() {
     log_warning("emq: a panic was caught at the module boundary");
 }
+
+/// Runs `f` with a context made of the one the crate's load or unload hook
+/// received (e.g. to stop the module's timers at unload).
+pub fn with_module_ctx(ctx: &redis_module::Context, f: impl FnOnce(&Ctx)) {
+    let ctx = Ctx::new(ctx.ctx, false);
+    if catch_unwind(AssertUnwindSafe(|| f(&ctx))).is_err() {
+        log_panic();
+    }
+}

@@ -262,6 +262,20 @@ impl<'c> Key<'c> {
         self.zset_range(f64::INFINITY, 1).first().map(|(_, s)| *s)
     }
 
+    /// Whether a zset has a member scored `<= max` (no member is copied).
+    pub fn zset_has_at_most(&self, max: f64) -> bool {
+        if !self.is_open() || self.kind() != Kind::Zset {
+            return false;
+        }
+        unsafe {
+            let found = api!(RedisModule_ZsetFirstInScoreRange)(self.ptr(), f64::NEG_INFINITY, max, 0, 0)
+                == raw::REDISMODULE_OK as c_int
+                && api!(RedisModule_ZsetRangeEndReached)(self.ptr()) == 0;
+            api!(RedisModule_ZsetRangeStop)(self.ptr());
+            found
+        }
+    }
+
     /// At most `n` members scored `<= max`, lowest first (ties by member):
     /// ZPOPMIN order.
     pub fn zset_range(&self, max: f64, n: usize) -> Vec<(RStr, f64)> {

@@ -329,6 +329,9 @@ pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> Reply {
 /// The Lua twins, loaded once into a server.
 pub struct Twins {
     shas: BTreeMap<&'static str, String>,
+    /// The claim twins' bound on expired leases returned first: the server's
+    /// `emq.reap-on-claim` when the twins were loaded.
+    pub reap_on_claim: String,
 }
 
 /// The twin that stands alone (the seed's one HSET); every other twin is
@@ -363,7 +366,15 @@ impl Twins {
                 .unwrap_or_else(|e| panic!("loading the {name} twin: {e}"));
             shas.insert(*name, sha);
         }
-        Twins { shas }
+        let config: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("emq.reap-on-claim")
+            .query(c)
+            .expect("CONFIG GET emq.reap-on-claim");
+        Twins {
+            shas,
+            reap_on_claim: config.get(1).cloned().unwrap_or_else(|| "0".into()),
+        }
     }
 
     /// `EVALSHA` of twin `name` with `keys` and `argv`.
@@ -387,6 +398,16 @@ impl Twins {
     /// `ARGV = P, lease`); every other twin takes `KEYS[1] = P` and the rest
     /// as `ARGV`.
     pub fn command(&self, name: &str, args: &[&[u8]]) -> Vec<Vec<u8>> {
+        // A claim's twin also gets the bound the native command reads from
+        // its config, as `REAP n`.
+        let bound = self.reap_on_claim.as_bytes();
+        let with_bound: Vec<&[u8]>;
+        let args = if matches!(name, "claim" | "wclaim") && args.len() == 2 {
+            with_bound = args.iter().copied().chain([&b"REAP"[..], bound]).collect();
+            &with_bound[..]
+        } else {
+            args
+        };
         if name == "wclaim" {
             let ring = [args.first().copied().unwrap_or(b""), b"gring"].concat();
             return self.evalsha(name, &[&ring], args);
@@ -548,7 +569,7 @@ pub fn diff(
     for (k, va) in a {
         let vb = &b[k];
         let same = match (va, vb) {
-            (Content::Zset(x), Content::Zset(y)) if k.as_slice() == b"leases" => {
+            (Content::Zset(x), Content::Zset(y)) if k.as_slice() == b"leases" || k.as_slice() == b"dead" => {
                 // Order may differ when deadlines differ; compare by member.
                 let mx: BTreeMap<_, _> = x.iter().cloned().collect();
                 let my: BTreeMap<_, _> = y.iter().cloned().collect();

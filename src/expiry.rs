@@ -1,0 +1,183 @@
+//! The expiry timer of waiting clients (SPEC, "Blocking"): while clients
+//! wait on a queue, the leases of that queue that expire are returned at
+//! their deadline (as EMQ.REAP returns them), so that the lanes this rings
+//! wake the waiters. Nothing else would: a lease that expires changes no key.
+//!
+//! One watch per waited-on queue (database and prefix), counting its
+//! waiters, with at most one timer, set for the queue's earliest lease
+//! deadline. A claim that makes a lease on a watched queue sets the timer
+//! earlier if it must. The timer returns what has expired (on a primary
+//! that is not loading; replicated as REAP's effects), then sets itself for
+//! the next deadline while anyone still waits. The last waiter to leave
+//! stops it; unloading the module stops them all.
+//!
+//! Everything here runs on the server's main thread.
+
+use std::cell::{Cell, RefCell};
+
+use crate::commands::release::{self, OnDamagedLane};
+use crate::commands::Call;
+use crate::ffi::block::TimerId;
+use crate::ffi::Ctx;
+use crate::queue::Queue;
+use crate::stats;
+
+/// Leases one firing returns at most; more left expired sets the timer for
+/// right away.
+const BATCH: usize = 1000;
+
+struct Watch {
+    id: u64,
+    db: i32,
+    prefix: Vec<u8>,
+    waiters: usize,
+    /// The timer and the deadline (ms) it is set for.
+    timer: Option<(TimerId, i64)>,
+}
+
+thread_local! {
+    static WATCHES: RefCell<Vec<Watch>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+/// How many timers are set (INFO emq).
+pub fn running() -> usize {
+    WATCHES.with(|w| w.borrow().iter().filter(|w| w.timer.is_some()).count())
+}
+
+/// A client begins to wait on the queue `prefix` of the context's database,
+/// whose earliest lease deadline is `earliest`. Returns the watch's id (for
+/// [`unwatch`]).
+pub fn watch(ctx: &Ctx, prefix: &[u8], earliest: Option<f64>) -> u64 {
+    let db = ctx.db();
+    let id = WATCHES.with(|w| {
+        let mut watches = w.borrow_mut();
+        if let Some(found) = watches.iter_mut().find(|w| w.db == db && w.prefix == prefix) {
+            found.waiters += 1;
+            return found.id;
+        }
+        let id = NEXT_ID.with(|n| n.replace(n.get() + 1));
+        watches.push(Watch {
+            id,
+            db,
+            prefix: prefix.to_vec(),
+            waiters: 1,
+            timer: None,
+        });
+        id
+    });
+    if let Some(at) = earliest {
+        arm(ctx, id, at as i64);
+    }
+    id
+}
+
+/// A waiter left (served, timed out, gone): the last one stops the timer.
+pub fn unwatch(ctx: Option<&Ctx>, id: u64) {
+    let stop = WATCHES.with(|w| {
+        let mut watches = w.borrow_mut();
+        let at = watches.iter().position(|w| w.id == id)?;
+        watches[at].waiters = watches[at].waiters.saturating_sub(1);
+        if watches[at].waiters > 0 {
+            return None;
+        }
+        watches.swap_remove(at).timer.map(|(timer, _)| timer)
+    });
+    if let (Some(timer), Some(ctx)) = (stop, ctx) {
+        ctx.stop_timer(timer);
+    }
+}
+
+/// A claim leased jobs of `prefix` until `deadline`: if clients wait on that
+/// queue, the timer must fire by then.
+pub fn leased(ctx: &Ctx, prefix: &[u8], deadline: i64) {
+    let db = ctx.db();
+    let id = WATCHES.with(|w| {
+        let watches = w.borrow();
+        if watches.is_empty() {
+            return None;
+        }
+        watches
+            .iter()
+            .find(|w| w.db == db && w.prefix == prefix)
+            .map(|w| w.id)
+    });
+    if let Some(id) = id {
+        arm(ctx, id, deadline);
+    }
+}
+
+/// Sets watch `id`'s timer for `at` (ms) unless it is set for sooner.
+fn arm(ctx: &Ctx, id: u64, at: i64) {
+    let old = WATCHES.with(|w| {
+        let watches = w.borrow();
+        let watch = watches.iter().find(|w| w.id == id)?;
+        Some(watch.timer)
+    });
+    let Some(old) = old else { return };
+    if old.is_some_and(|(_, set)| set <= at) {
+        return;
+    }
+    if let Some((timer, _)) = old {
+        ctx.stop_timer(timer);
+    }
+    let timer = ctx.start_timer(at.saturating_sub(ctx.now_ms()).max(0), fire, id);
+    WATCHES.with(|w| {
+        if let Some(watch) = w.borrow_mut().iter_mut().find(|w| w.id == id) {
+            watch.timer = Some((timer, at));
+        }
+    });
+}
+
+/// The timer of watch `id` fired: return the queue's expired leases, then
+/// set the timer for the next deadline while clients still wait.
+fn fire(ctx: &mut Ctx, id: u64) {
+    let found = WATCHES.with(|w| {
+        let mut watches = w.borrow_mut();
+        let watch = watches.iter_mut().find(|w| w.id == id)?;
+        watch.timer = None;
+        (watch.waiters > 0).then(|| (watch.db, watch.prefix.clone()))
+    });
+    let Some((db, prefix)) = found else { return };
+    // A replica's keyspace is its primary's; a loading server's is not yet
+    // anyone's. Neither returns leases (a promoted replica's own waiters
+    // set their own timers).
+    if !ctx.is_primary_serving() || !ctx.select_db(db) {
+        return;
+    }
+    let ctx = &*ctx;
+    let call = Call::new(ctx, false);
+    let prefix_arg = ctx.string(&prefix);
+    let q = Queue::internal(&call, prefix_arg.as_arg());
+    let next = match release::reap_expired(&q, BATCH, OnDamagedLane::Leave) {
+        Ok(reaped) => {
+            call.count(&stats::JOBS_REAPED_BY_TIMER, reaped.len() as u64);
+            q.leases().ok().and_then(|l| l.zset_first_score())
+        }
+        Err(e) => {
+            q.report(|| {
+                format!(
+                    "the expiry timer could not return leases: {}",
+                    e.message().unwrap_or_default()
+                )
+            });
+            None
+        }
+    };
+    if let Some(next) = next {
+        arm(ctx, id, next as i64);
+    }
+}
+
+/// Stops every timer (at module unload).
+pub fn stop_all(ctx: &Ctx) {
+    let timers: Vec<TimerId> = WATCHES.with(|w| {
+        w.borrow_mut()
+            .drain(..)
+            .filter_map(|w| w.timer.map(|t| t.0))
+            .collect()
+    });
+    for timer in timers {
+        ctx.stop_timer(timer);
+    }
+}
