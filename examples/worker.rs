@@ -4,6 +4,11 @@
 //!
 //!     cargo run --example worker -- [redis://127.0.0.1:6379/] [emq:{orders}:] [max-jobs]
 //!
+//! `EMQ_LEASE_MS` sets the lease (default 30000), `EMQ_WORK_MS` how long the
+//! work of one job takes (default 0). A worker that dies mid-lease needs no
+//! one to clean up after it: when its lease runs out the module returns the
+//! jobs, and a waiting worker gets them (no EMQ.REAP anywhere).
+//!
 //! With `make run` in one terminal and this in another, enqueue from a third:
 //!
 //!     valkey-cli EMQ.ENQUEUE 'emq:{orders}:' acme 1 job-1 2 job-2
@@ -16,7 +21,14 @@ fn main() -> redis::RedisResult<()> {
     let queue = args.next().unwrap_or_else(|| "emq:{orders}:".into());
     let max_jobs: Option<usize> = args.next().and_then(|n| n.parse().ok());
     let mut conn = redis::Client::open(url)?.get_connection()?;
-    let lease_ms = 30_000;
+    let env_ms = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let lease_ms = env_ms("EMQ_LEASE_MS", 30_000);
+    let work = std::time::Duration::from_millis(env_ms("EMQ_WORK_MS", 0));
     let mut done = 0;
     loop {
         // Wait up to 5 s for a turn; a null reply means nothing came.
@@ -46,10 +58,11 @@ fn main() -> redis::RedisResult<()> {
         for job in &jobs {
             // The work itself goes here.
             println!(
-                "lane {} job {}",
+                "lane {} job {} token {token}",
                 String::from_utf8_lossy(lane),
                 String::from_utf8_lossy(job)
             );
+            std::thread::sleep(work);
         }
         // ACK under the token: if the lease had expired and been reaped,
         // this counts nothing instead of completing someone else's lease.

@@ -19,7 +19,12 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// One cluster at a time: a bus port is picked free and then released, so
+/// two clusters forming at once could take each other's ports.
+static FORMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn start_cluster() -> Vec<Server> {
+    let _one_at_a_time = FORMING.lock().unwrap_or_else(|e| e.into_inner());
     let buses: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
     let nodes: Vec<Server> = buses
         .iter()

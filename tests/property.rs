@@ -39,7 +39,7 @@ struct Run<'a> {
     /// Jobs enqueued and not acked.
     alive: BTreeSet<String>,
     /// Jobs acked (may be enqueued again).
-    dead: Vec<String>,
+    completed: Vec<String>,
     /// Claims seen: (native token, twin token, jobs). The tokens are equal
     /// where the server shares its clock (see `Server::clock_tolerance`).
     handles: Vec<(i64, i64, Vec<String>)>,
@@ -122,9 +122,9 @@ impl Run<'_> {
                         self.fresh += 1;
                         format!("{lane}#{}", self.fresh)
                     }
-                    5 | 6 if !self.dead.is_empty() => {
-                        let dead = self.dead.clone();
-                        self.pick(&dead).clone()
+                    5 | 6 if !self.completed.is_empty() => {
+                        let completed = self.completed.clone();
+                        self.pick(&completed).clone()
                     }
                     7 => match before.pending.get(&lane).filter(|v| !v.is_empty()) {
                         Some(v) => v[self.rng.below(v.len() as u64) as usize].0.clone(),
@@ -159,7 +159,7 @@ impl Run<'_> {
                 self.ctx("enqueue count")
             );
             for job in expect_added {
-                self.dead.retain(|d| d != &job);
+                self.completed.retain(|d| d != &job);
                 self.alive.insert(job);
             }
             desc = format!("enqueue {args:?}");
@@ -207,7 +207,7 @@ impl Run<'_> {
                 );
                 for job in expect {
                     self.alive.remove(job);
-                    self.dead.push(job.clone());
+                    self.completed.push(job.clone());
                 }
                 desc = format!("ack {:?}", with(tn, &[]));
             } else if which < 8 {
@@ -265,11 +265,40 @@ impl Run<'_> {
             };
             self.exec("reassign", &[job.clone(), from.clone(), to.clone()]);
             desc = format!("reassign {job} {from} {to}");
-        } else if roll < 97 {
+        } else if roll < 94 {
             let lane = self.lane();
             let w = self.rng.range(1, 5).to_string();
             self.exec("weight", &[lane.clone(), w.clone()]);
             desc = format!("weight {lane} {w}");
+        } else if roll < 95 {
+            let n = if self.rng.chance(1, 3) {
+                "NONE".to_string()
+            } else {
+                self.rng.range(1, 4).to_string()
+            };
+            self.exec("policy", &["max-deliveries".to_string(), n.clone()]);
+            desc = format!("policy max-deliveries {n}");
+        } else if roll < 97 {
+            // REVIVE some of the dead, and an id that is not dead.
+            let mut jobs: Vec<String> = before
+                .dead
+                .keys()
+                .filter(|_| self.rng.chance(1, 2))
+                .cloned()
+                .collect();
+            jobs.push("not-dead".into());
+            let expect = jobs.len() as i64 - 1;
+            let revived = self.exec("revive", &jobs);
+            assert_eq!(
+                revived,
+                Reply::Ok(Value::Int(expect)),
+                "{}",
+                self.ctx("revive count")
+            );
+            desc = format!("revive {jobs:?}");
+        } else if roll < 98 {
+            self.exec("dead", &[]);
+            desc = "dead".into();
         } else {
             let lane = self.lane();
             self.exec("lane", std::slice::from_ref(&lane));
@@ -305,12 +334,20 @@ fn run_seed(c: &mut redis::Connection, twins: &Twins, tol: i64, seed: u64) -> BT
         l: format!("pl{seed}{{q}}:"),
         lanes,
         alive: BTreeSet::new(),
-        dead: Vec::new(),
+        completed: Vec::new(),
         handles: Vec::new(),
         tol,
         fresh: 0,
         state: BTreeMap::new(),
     };
+    let counters = ["emq_jobs_died", "emq_jobs_revived", "emq_jobs_reaped_by_claims"];
+    let read = |c: &mut redis::Connection| -> Vec<usize> {
+        counters
+            .iter()
+            .map(|f| info_text(c, "emq", f).and_then(|v| v.parse().ok()).unwrap_or(0))
+            .collect()
+    };
+    let at_start = read(run.c);
     let mut ran = BTreeMap::new();
     while run.step < OPS_PER_SEED {
         run.step += 1;
@@ -321,13 +358,36 @@ fn run_seed(c: &mut redis::Connection, twins: &Twins, tol: i64, seed: u64) -> BT
             *ran.entry(name).or_default() += 1;
         }
     }
+    // What the native commands did on their own (deaths, revivals, returns
+    // before a claim's turn), counted as if they were commands.
+    for ((name, end), start) in counters.iter().zip(read(run.c)).zip(at_start) {
+        ran.insert(name.to_string(), end - start);
+    }
     ran
 }
 
-/// Every command the stream drives, each of which must have run often.
-const COMMANDS: [&str; 13] = [
-    "enqueue", "claim", "wclaim", "ack", "nack", "extend", "reap", "limit", "pause", "resume", "reassign",
-    "weight", "lane",
+/// Every command the stream drives, each of which must have run often
+/// (the rare ones at least 25 times).
+const COMMANDS: [(&str, usize); 19] = [
+    ("enqueue", 100),
+    ("claim", 100),
+    ("wclaim", 100),
+    ("ack", 100),
+    ("nack", 100),
+    ("extend", 100),
+    ("reap", 100),
+    ("limit", 100),
+    ("pause", 100),
+    ("resume", 100),
+    ("reassign", 100),
+    ("weight", 100),
+    ("lane", 25),
+    ("policy", 25),
+    ("revive", 25),
+    ("dead", 25),
+    ("emq_jobs_died", 25),
+    ("emq_jobs_revived", 10),
+    ("emq_jobs_reaped_by_claims", 100),
 ];
 
 /// The streams of `SEEDS_PER_TEST` seeds from `first` on one server (four
@@ -340,11 +400,15 @@ fn streams_from(first: u64) {
             *ran.entry(name).or_default() += n;
         }
     }
-    let ops: usize = ran.values().sum();
+    let ops: usize = ran
+        .iter()
+        .filter(|(k, _)| !k.starts_with("emq_"))
+        .map(|(_, n)| n)
+        .sum();
     assert!(ops >= 12_500, "{ops} operations");
-    for name in COMMANDS {
+    for (name, least) in COMMANDS {
         let n = ran.get(name).copied().unwrap_or(0);
-        assert!(n >= 100, "{name} ran {n} times: {ran:?}");
+        assert!(n >= least, "{name} ran {n} times: {ran:?}");
     }
 }
 

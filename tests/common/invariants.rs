@@ -14,6 +14,9 @@ pub struct View {
     pub active: BTreeMap<String, String>,
     pub limit: BTreeMap<String, String>,
     pub paused: BTreeSet<String>,
+    pub dead: BTreeMap<String, f64>,
+    pub jdead: BTreeMap<String, String>,
+    pub jreturns: BTreeMap<String, String>,
 }
 
 fn s(b: &[u8]) -> String {
@@ -57,6 +60,13 @@ impl View {
                 None => BTreeSet::new(),
                 other => panic!("gpaused is {other:?}"),
             },
+            dead: match snap.get(&b"dead"[..]) {
+                Some(Content::Zset(z)) => z.iter().map(|(m, sc)| (s(m), *sc)).collect(),
+                None => BTreeMap::new(),
+                other => panic!("dead is {other:?}"),
+            },
+            jdead: hash(b"jdead"),
+            jreturns: hash(b"jreturns"),
         }
     }
 
@@ -76,10 +86,11 @@ impl View {
 }
 
 /// Checks, on one queue's snapshot: no empty key; the ring holds exactly the
-/// serviceable lanes, each once; `leases` and `jlease` hold the same jobs;
-/// `gactive` counts each lane's records; every job of `alive` is in exactly
-/// one place (a pending zset or the leases), each of `maybe` (an operation
-/// whose reply was lost) in at most one, and no other job anywhere.
+/// serviceable lanes, each once; `leases` and `jlease` hold the same jobs,
+/// and `dead` and `jdead`; `gactive` counts each lane's records; every job of
+/// `alive` is in exactly one place (a pending zset, the leases, or the dead),
+/// each of `maybe` (an operation whose reply was lost) in at most one, and no
+/// other job anywhere; `jreturns` counts only jobs pending or leased.
 pub fn check_invariants(
     snap: &BTreeMap<Vec<u8>, Content>,
     alive: &BTreeSet<String>,
@@ -145,8 +156,21 @@ pub fn check_invariants(
             *places.entry(j).or_default() += 1;
         }
     }
-    for j in v.leases.keys() {
+    for j in v.leases.keys().chain(v.dead.keys()) {
         *places.entry(j).or_default() += 1;
+    }
+    let buried: BTreeSet<&String> = v.dead.keys().collect();
+    let recorded_dead: BTreeSet<&String> = v.jdead.keys().collect();
+    if buried != recorded_dead {
+        return Err(format!("dead {buried:?} vs jdead {recorded_dead:?}"));
+    }
+    for (job, n) in &v.jreturns {
+        let live = v.leases.contains_key(job) || v.pending_lane_of(job).is_some();
+        if !live || n.parse::<i64>().map_or(true, |n| n < 1) {
+            return Err(format!(
+                "jreturns {job} = {n}, but the job is neither pending nor leased"
+            ));
+        }
     }
     for job in alive {
         if places.get(job) != Some(&1) {

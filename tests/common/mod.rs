@@ -45,6 +45,19 @@ pub fn module_path() -> PathBuf {
     p
 }
 
+/// An example program built beside the tests (`target/<profile>/examples/`).
+pub fn example_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary");
+    let p = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("examples")
+        .join(name);
+    assert!(p.is_file(), "{} is missing: run `make build`", p.display());
+    p
+}
+
 /// The test-only second module (`examples/caller.rs`): `CALLER.CALL flags
 /// command args…` calls a command as another module would.
 pub fn caller_module_path() -> PathBuf {
@@ -330,8 +343,8 @@ pub fn cmd(c: &mut redis::Connection, args: &[&str]) -> Reply {
 pub struct Twins {
     shas: BTreeMap<&'static str, String>,
     /// The claim twins' bound on expired leases returned first: the server's
-    /// `emq.reap-on-claim` when the twins were loaded.
-    pub reap_on_claim: String,
+    /// `emq.reap-on-claim` (see [`Twins::set_reap_on_claim`]).
+    reap_on_claim: std::cell::RefCell<String>,
 }
 
 /// The twin that stands alone (the seed's one HSET); every other twin is
@@ -339,7 +352,7 @@ pub struct Twins {
 pub const STANDALONE: &[&str] = &["weight"];
 pub const WITH_SHARED: &[&str] = &[
     "claim", "wclaim", "enqueue", "ack", "nack", "extend", "reap", "limit", "pause", "resume", "reassign",
-    "lane",
+    "lane", "policy", "dead", "revive",
 ];
 
 /// The source of twin `name`, as it is loaded.
@@ -373,8 +386,19 @@ impl Twins {
             .expect("CONFIG GET emq.reap-on-claim");
         Twins {
             shas,
-            reap_on_claim: config.get(1).cloned().unwrap_or_else(|| "0".into()),
+            reap_on_claim: std::cell::RefCell::new(config.get(1).cloned().unwrap_or_else(|| "0".into())),
         }
+    }
+
+    /// Sets `emq.reap-on-claim` on the server and the claim twins' bound alike.
+    pub fn set_reap_on_claim(&self, c: &mut redis::Connection, n: u32) {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("emq.reap-on-claim")
+            .arg(n)
+            .query(c)
+            .expect("CONFIG SET emq.reap-on-claim");
+        *self.reap_on_claim.borrow_mut() = n.to_string();
     }
 
     /// `EVALSHA` of twin `name` with `keys` and `argv`.
@@ -400,7 +424,8 @@ impl Twins {
     pub fn command(&self, name: &str, args: &[&[u8]]) -> Vec<Vec<u8>> {
         // A claim's twin also gets the bound the native command reads from
         // its config, as `REAP n`.
-        let bound = self.reap_on_claim.as_bytes();
+        let bound = self.reap_on_claim.borrow().clone().into_bytes();
+        let bound = bound.as_slice();
         let with_bound: Vec<&[u8]>;
         let args = if matches!(name, "claim" | "wclaim") && args.len() == 2 {
             with_bound = args.iter().copied().chain([&b"REAP"[..], bound]).collect();

@@ -1,0 +1,366 @@
+//! Leases that look after themselves (SPEC: expired leases first, the expiry
+//! timer of waiting clients, returns and dead letters): no reaper process,
+//! waiters woken when a crashed worker's leases run out, poison jobs set
+//! aside — and all of it reaching replicas and the AOF as the primary made it.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const P: &str = "w{q}:";
+
+fn info_u64(c: &mut redis::Connection, field: &str) -> u64 {
+    info_text(c, "emq", field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The example worker as a process, its printed lines sent on a channel.
+struct Worker {
+    child: std::process::Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Worker {
+    fn start(server: &Server, lease_ms: u64, work_ms: u64, max_jobs: usize) -> Worker {
+        let url = format!("redis://127.0.0.1:{}/", server.port);
+        let mut child = Command::new(example_path("worker"))
+            .args([url.as_str(), P, &max_jobs.to_string()])
+            .env("EMQ_LEASE_MS", lease_ms.to_string())
+            .env("EMQ_WORK_MS", work_ms.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the example worker");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Worker { child, lines }
+    }
+
+    /// The next job the worker took: (job, token).
+    fn took(&self) -> (String, i64) {
+        loop {
+            let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("a job");
+            let words: Vec<&str> = line.split(' ').collect();
+            if let ["lane", _, "job", job, "token", token] = words[..] {
+                return (job.to_string(), token.parse().unwrap());
+            }
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The README's worker, killed mid-lease: the job reaches another waiting
+/// worker when the lease runs out, with no EMQ.REAP anywhere. Prints the
+/// delay between the lease's deadline and the second worker's claim.
+#[test]
+fn a_killed_workers_job_reaches_a_waiting_worker_without_any_reap() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let lease = 1_500;
+    let mut first = Worker::start(&server, lease, 60_000, 1);
+    wait_for("the first worker waits", || {
+        info_u64(&mut c, "emq_blocked_clients") == 1
+    });
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "acme", "1", "job-1"]);
+    let (job, token) = first.took();
+    assert_eq!(job, "job-1");
+    let second = Worker::start(&server, 60_000, 0, 1);
+    wait_for("the second worker waits", || {
+        info_u64(&mut c, "emq_blocked_clients") == 1
+    });
+    assert_eq!(info_u64(&mut c, "emq_timers"), 1, "a timer for the lease");
+    first.child.kill().unwrap(); // SIGKILL: no ACK, no goodbye
+    let (job, second_token) = second.took();
+    assert_eq!(job, "job-1", "the crashed worker's job");
+    let claimed_at = second_token - 60_000;
+    let delay = claimed_at - token;
+    eprintln!("a crashed worker's job reached the waiting worker {delay} ms after its lease ran out");
+    assert!((0..1_000).contains(&delay), "{delay} ms after the deadline");
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut c).unwrap();
+    assert!(!stats.contains("cmdstat_emq.reap"), "no REAP was called");
+    assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_timer"), 1);
+    wait_for("the second worker acks", || {
+        snapshot(&mut c, P).keys().all(|k| k == b"jreturns")
+    });
+    assert_eq!(info_u64(&mut c, "emq_timers"), 0, "no waiter, no timer");
+}
+
+/// With max-deliveries 3, a job whose worker crashes every time is leased
+/// exactly three times and then listed dead; REVIVE serves it again; the
+/// other lane is served all along. Native and twin alike (the twin's
+/// returns come from the claims' expired-leases-first step).
+#[test]
+fn a_poison_job_is_leased_max_deliveries_times_then_dies() {
+    both(|c, emq, p| {
+        emq.run(c, "policy", &[p, "max-deliveries", "3"]);
+        emq.run(c, "enqueue", &[p, "poison", "1", "bad"]);
+        for i in 0..40 {
+            emq.run(c, "enqueue", &[p, "fine", &i.to_string(), &format!("ok{i}")]);
+        }
+        let (mut poisoned, mut fine) = (0, 0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while dead_jobs(c, emq, p).is_empty() {
+            assert!(Instant::now() < deadline, "the poison job never died");
+            match emq.run(c, "claim", &[p, "30"]).claim() {
+                Some((lane, _, _)) if lane == "poison" => poisoned += 1, // the worker dies
+                Some((_, token, jobs)) => {
+                    fine += 1;
+                    emq.run(c, "ack", &[p, &token.to_string(), &jobs[0]]);
+                }
+                None => thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        assert_eq!(
+            poisoned, 3,
+            "{:?}: leased exactly max-deliveries times",
+            emq.flavor
+        );
+        assert!(fine >= 3, "the other lane was served meanwhile ({fine})");
+        let dead = dead_jobs(c, emq, p);
+        assert_eq!(dead.len(), 1);
+        assert_eq!(
+            (dead[0].0.as_str(), dead[0].1.as_deref()),
+            ("bad", Some("poison"))
+        );
+        assert!(
+            emq.run(c, "enqueue", &[p, "poison", "1", "bad"]) == Reply::Ok(Value::Int(0)),
+            "a dead id is not enqueued again"
+        );
+        assert_eq!(
+            emq.run(c, "revive", &[p, "bad", "nope"]),
+            Reply::Ok(Value::Int(1))
+        );
+        assert!(dead_jobs(c, emq, p).is_empty());
+        let returns: Option<String> = redis::cmd("HGET")
+            .arg(format!("{p}jreturns"))
+            .arg("bad")
+            .query(c)
+            .unwrap();
+        assert_eq!(returns, None, "revived with no returns counted");
+        let mut lanes = Vec::new();
+        for _ in 0..3 {
+            if let Some((lane, _, _)) = emq.run(c, "claim", &[p, "60000"]).claim() {
+                lanes.push(lane);
+            }
+        }
+        assert!(lanes.contains(&"poison".to_string()), "{lanes:?}: served again");
+    });
+}
+
+/// `EMQ.DEAD`'s rows: (job, lane, died_at).
+fn dead_jobs(c: &mut redis::Connection, emq: &Emq, p: &str) -> Vec<(String, Option<String>, i64)> {
+    let reply = emq.run(c, "dead", &[p]);
+    let Value::Array(rows) = reply.value() else {
+        panic!("{reply:?}")
+    };
+    rows.iter()
+        .map(|row| {
+            let Value::Array(f) = row else { panic!("{row:?}") };
+            let lane = match &f[1] {
+                Value::Nil => None,
+                v => Some(text(v)),
+            };
+            let Value::Int(at) = f[2] else { panic!("{row:?}") };
+            (text(&f[0]), lane, at)
+        })
+        .collect()
+}
+
+/// Expired leases returned by claims, by the timer, and deaths reach a
+/// replica (without the module under `effects`, with it under `command`) and
+/// the AOF exactly as the primary made them.
+#[test]
+fn returned_and_dead_jobs_reach_replicas_and_the_aof_as_made() {
+    for mode in ["effects", "command"] {
+        let primary = Server::start_with(&["--appendonly", "yes", "--emq.replicate", mode]);
+        let replica = if mode == "command" {
+            Server::start_with(&["--emq.replicate", "command"])
+        } else {
+            Server::start_plain(&[])
+        };
+        let mut r = replicate_into(&replica, &primary);
+        let mut c = primary.conn();
+        cmd(&mut c, &["EMQ.POLICY", P, "max-deliveries", "2"]);
+        cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "a1", "2", "a2", "3", "a3"]);
+        cmd(&mut c, &["EMQ.WEIGHT", P, "a", "3"]);
+        cmd(&mut c, &["EMQ.WCLAIM", P, "20"]);
+        thread::sleep(Duration::from_millis(40));
+        // A claim returns them first (one return each: none dies yet) and
+        // leases them again …
+        let again = cmd(&mut c, &["EMQ.WCLAIM", P, "300"])
+            .claim()
+            .expect("served again");
+        assert_eq!(again.2.len(), 3);
+        assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_claims"), 3, "{mode}");
+        // … and a waiting client's timer returns them the second time: dead.
+        let port = primary.port;
+        let waiter = thread::spawn(move || {
+            let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            cmd(&mut w, &["EMQ.CLAIM", P, "1000", "BLOCK", "1000"])
+        });
+        assert_eq!(
+            waiter.join().unwrap(),
+            Reply::Ok(Value::Nil),
+            "{mode}: all died, none to serve"
+        );
+        assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_timer"), 3, "{mode}");
+        assert_eq!(info_u64(&mut c, "emq_jobs_died"), 3, "{mode}");
+        let dead: i64 = redis::cmd("ZCARD").arg(format!("{P}dead")).query(&mut c).unwrap();
+        assert_eq!(dead, 3, "{mode}: the second return killed all three");
+        assert!(info_u64(&mut c, "emq_jobs_reaped_by_claims") >= 3, "{mode}");
+        in_sync(&mut c, &mut r);
+        let want = digest(&mut c);
+        assert_eq!(
+            digest(&mut r),
+            want,
+            "{mode}: the replica holds what the primary holds"
+        );
+        drop(r);
+        drop(replica);
+        let args = ["--appendonly", "yes", "--emq.replicate", mode];
+        let primary = primary.restart(&args);
+        assert_eq!(digest(&mut primary.conn()), want, "{mode}: the AOF reloads it");
+    }
+}
+
+/// A replica that accepts writes may hold a waiting client; its timer must
+/// still not return its primary's leases (the primary does, and they reach
+/// the replica as the primary made them).
+#[test]
+fn a_replica_never_runs_the_timer() {
+    let primary = Server::start();
+    let replica = Server::start_with(&["--replica-read-only", "no"]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "a1"]);
+    let (_, token, _) = cmd(&mut c, &["EMQ.CLAIM", P, "200"]).claim().unwrap();
+    in_sync(&mut c, &mut r);
+    let port = replica.port;
+    let waiter = thread::spawn(move || {
+        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        cmd(&mut w, &["EMQ.CLAIM", P, "1000", "BLOCK", "600"])
+    });
+    wait_for("the replica's waiter", || {
+        info_u64(&mut r, "emq_blocked_clients") == 1
+    });
+    assert_eq!(
+        info_u64(&mut r, "emq_timers"),
+        1,
+        "set for the lease, on the replica too"
+    );
+    assert_eq!(
+        waiter.join().unwrap(),
+        Reply::Ok(Value::Nil),
+        "nothing returned on the replica"
+    );
+    assert_eq!(info_u64(&mut r, "emq_jobs_reaped_by_timer"), 0);
+    let leased: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{P}leases"))
+        .arg("a1")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(
+        leased,
+        Some(token as f64),
+        "still leased on the replica: its primary decides"
+    );
+    assert_eq!(
+        cmd(&mut c, &["EMQ.REAP", P]),
+        Reply::Ok(Value::Array(vec![Value::BulkString(b"a1".to_vec())]))
+    );
+    in_sync(&mut c, &mut r);
+    assert_eq!(digest(&mut c), digest(&mut r));
+}
+
+/// Failover: the replica is promoted; a worker waiting there gets the job of
+/// a lease made on the old primary when it runs out.
+#[test]
+fn a_promoted_replica_returns_leases_for_its_waiters() {
+    let primary = Server::start();
+    let replica = Server::start();
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "a1"]);
+    let (_, token, _) = cmd(&mut c, &["EMQ.CLAIM", P, "800"]).claim().unwrap();
+    in_sync(&mut c, &mut r);
+    drop(c);
+    drop(primary);
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut r)
+        .unwrap();
+    let (lane, new_token, jobs) = cmd(&mut r, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
+        .claim()
+        .expect("the new primary returned the lease to its waiter");
+    assert_eq!((lane.as_str(), jobs), ("a", vec!["a1".to_string()]));
+    let delay = new_token - 60_000 - token;
+    assert!((0..1_000).contains(&delay), "{delay} ms after the old deadline");
+}
+
+/// No timer runs for a queue nobody waits on: the last waiter to leave (timed
+/// out, killed) stops it, and the module then unloads with none behind.
+#[test]
+fn no_timer_outlives_its_waiters() {
+    let server = Server::start_with(&["--enable-module-command", "local"]);
+    let mut c = server.conn();
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "a1"]);
+    cmd(&mut c, &["EMQ.CLAIM", P, "60000"]);
+    assert_eq!(info_u64(&mut c, "emq_timers"), 0, "nobody waits");
+    let r = cmd(&mut c, &["EMQ.CLAIM", P, "1000", "BLOCK", "100"]);
+    assert_eq!(r, Reply::Ok(Value::Nil));
+    assert_eq!(
+        info_u64(&mut c, "emq_timers"),
+        0,
+        "the waiter timed out, its timer stopped"
+    );
+    let port = server.port;
+    let killed = thread::spawn(move || {
+        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg("doomed")
+            .query(&mut w)
+            .unwrap();
+        cmd(&mut w, &["EMQ.CLAIM", P, "1000", "BLOCK", "0"])
+    });
+    wait_for("the waiter", || info_u64(&mut c, "emq_timers") == 1);
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("USER")
+        .arg("default")
+        .arg("SKIPME")
+        .arg("yes")
+        .query(&mut c)
+        .unwrap();
+    let _ = killed.join();
+    wait_for("the timer to stop", || info_u64(&mut c, "emq_timers") == 0);
+    assert_eq!(info_u64(&mut c, "emq_blocked_clients"), 0);
+    assert_eq!(cmd(&mut c, &["MODULE", "UNLOAD", "emq"]), Reply::Ok(Value::Okay));
+}
