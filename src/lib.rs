@@ -1,8 +1,9 @@
 //! emq: EchoMQ's fair, weighted lane scheduling as native Valkey commands.
 //!
-//! This file registers the module: its configs, the `emq` ACL category and
-//! `INFO emq` through the crate's `redis_module!`; the commands themselves by
-//! hand (`ffi/register.rs` says why), from the table in `catalog.rs`.
+//! This file registers the module: its configs and `INFO emq` through the
+//! crate's `redis_module!`; the commands and the `emq` ACL category by hand
+//! (`ffi/register.rs` says why for each), the commands from the table in
+//! `catalog.rs`.
 //! Every `unsafe` line lives under `ffi/`: the rest of the crate may not
 //! have any.
 #![deny(unsafe_code)]
@@ -31,8 +32,8 @@ mod fuzz;
 #[allow(unsafe_code)] // the macro's expansion: the module's entry points
 mod module {
     use redis_module::configuration::ConfigurationFlags;
-    // AclCategory and RedisResult: names the macro's expansion expects here.
-    use redis_module::{redis_module, AclCategory, Context, InfoContext, RedisResult, RedisString, Status};
+    // RedisResult: a name the macro's expansion expects here.
+    use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
 
     use crate::config::{self, Replicate};
 
@@ -48,9 +49,10 @@ mod module {
         std::panic::set_hook(Box::new(|info| {
             crate::ffi::log_warning(&format!("emq: panic: {info}"))
         }));
-        // The category exists where the server could add it (the macro logs
-        // where it could not).
-        let category = crate::ffi::register::has_acl_categories().then_some("emq");
+        let category = crate::ffi::register::acl_category(ctx, "emq").then_some("emq");
+        if category.is_none() {
+            ctx.log_notice("emq: no emq ACL category here (the server has no custom categories)");
+        }
         if let Err(e) =
             crate::ffi::register::commands(ctx, crate::catalog::COMMANDS, crate::commands::run, category)
         {
@@ -89,9 +91,6 @@ mod module {
         version: env!("EMQ_VERSION_NUMBER").parse::<i32>().unwrap_or(0),
         allocator: (crate::ffi::alloc::ModuleAlloc, crate::ffi::alloc::ModuleAlloc),
         data_types: [],
-        acl_categories: [
-            "emq",
-        ],
         init: init,
         deinit: deinit,
         info: info,

@@ -172,7 +172,9 @@ impl<'q> Queue<'q> {
             hash.notify(Class::Hash, c"hincrby");
             self.call.repl.effect(c"HSET", &[hash.name(), lane, v.as_arg()]);
         } else {
+            // What HINCRBY to 0 and the HDEL after it fire.
             hash.hash_del(lane);
+            self.ctx.notify(Class::Hash, c"hincrby", hash.name());
             hash.notify(Class::Hash, c"hdel");
             self.call.repl.effect(c"HDEL", &[hash.name(), lane]);
         }

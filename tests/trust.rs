@@ -6,7 +6,7 @@
 mod common;
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -532,4 +532,143 @@ fn counters_count_client_work_only() {
         "an AOF load is not client work"
     );
     assert_eq!(field(&mut c, "emq_claims"), "0");
+}
+
+// ---- found by trying to break it again (after issue 12) ----
+
+/// `emq.replicate command`: a turn that removed a duplicate after its last
+/// leased job replicates as one EMQ.TURN carrying the turn's K, so the
+/// replica (and the AOF) removes the same duplicate — else the job, still
+/// pending there, could be leased again after a failover.
+#[test]
+fn a_duplicate_removed_after_the_last_leased_job_reaches_the_replica() {
+    let primary = Server::start_with(&["--appendonly", "yes", "--emq.replicate", "command"]);
+    let replica = Server::start_with(&["--emq.replicate", "command"]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    let p = "d{q}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "B", "0", "c"]);
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "A", "1", "a", "2", "b", "3", "c"]);
+    cmd(&mut c, &["EMQ.CLAIM", p, "100000"]); // leases c from B
+    cmd(&mut c, &["EMQ.WEIGHT", p, "A", "3"]);
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", p, "100000"]).claim().unwrap();
+    assert_eq!(
+        (lane.as_str(), jobs),
+        ("A", vec!["a".to_string(), "b".to_string()])
+    );
+    in_sync(&mut c, &mut r);
+    let want = digest(&mut c);
+    assert_eq!(digest(&mut r), want, "the replica removed c from A too");
+    drop(r);
+    drop(replica);
+    let primary = primary.restart(&["--appendonly", "yes", "--emq.replicate", "command"]);
+    assert_eq!(digest(&mut primary.conn()), want, "and so does the AOF");
+}
+
+/// Removing a lane ringed twice from a long ring (a quicklist): exactly its
+/// copies go, on the primary and on the replica alike.
+#[test]
+fn a_lane_ringed_twice_leaves_a_long_ring_whole() {
+    let primary = Server::start();
+    let replica = Server::start_plain(&[]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    let p = "r{q}:";
+    // Long names: the ring is a quicklist on every server.
+    let name = |l: &str| format!("{l}{}", "x".repeat(3_000));
+    for l in ["B", "X", "ab", "L", "Z"] {
+        cmd(&mut c, &["EMQ.ENQUEUE", p, &name(l), "1", &format!("{l}1")]);
+    }
+    for l in ["ab", "Y"] {
+        rpush(&mut c, &format!("{p}gring"), &name(l));
+    }
+    cmd(&mut c, &["EMQ.PAUSE", p, &name("ab")]);
+    let want: Vec<String> = ["B", "X", "L", "Z", "Y"].iter().map(|l| name(l)).collect();
+    assert_eq!(ring(&mut c, p), want, "both copies of ab went, nothing else");
+    in_sync(&mut c, &mut r);
+    assert_eq!(digest(&mut c), digest(&mut r));
+}
+
+/// The module unloads and loads again (an upgrade in place): the `emq` ACL
+/// category, which outlives the module, is found rather than added twice.
+#[test]
+fn the_module_loads_again_after_an_unload() {
+    let server = Server::start_with(&["--enable-module-command", "local"]);
+    let mut c = server.conn();
+    assert_eq!(cmd(&mut c, &["MODULE", "UNLOAD", "emq"]), Reply::Ok(Value::Okay));
+    let path = module_path();
+    let loaded = cmd(&mut c, &["MODULE", "LOAD", path.to_str().unwrap()]);
+    assert_eq!(loaded, Reply::Ok(Value::Okay), "{}", server.log());
+    assert_eq!(
+        cmd(&mut c, &["EMQ.ENQUEUE", "q:", "a", "1", "j"]),
+        Reply::Ok(Value::Int(1))
+    );
+}
+
+/// Events only for what changed, as the core commands: an EXTEND that does
+/// not move a deadline and a LIMIT NONE of a lane with no ceiling fire
+/// nothing and touch no watched key.
+#[test]
+fn writes_that_change_nothing_fire_nothing() {
+    let server = Server::start_with(&["--notify-keyspace-events", "KEA"]);
+    let mut c = server.conn();
+    let p = "n{q}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "a", "1", "a1"]);
+    let (_, token, _) = cmd(&mut c, &["EMQ.CLAIM", p, "600000"]).claim().unwrap();
+    let mut watcher = server.conn();
+    let watch = [format!("{p}leases"), format!("{p}glimit")];
+    let _: () = redis::cmd("WATCH").arg(&watch).query(&mut watcher).unwrap();
+    let t = token.to_string();
+    let extend: [&[u8]; 5] = [b"EMQ.EXTEND", p.as_bytes(), t.as_bytes(), b"1", b"a1"];
+    assert!(
+        events(&server, &mut c, p, &extend).is_empty(),
+        "EXTEND moved nothing"
+    );
+    let limit: [&[u8]; 4] = [b"EMQ.LIMIT", p.as_bytes(), b"a", b"NONE"];
+    assert!(
+        events(&server, &mut c, p, &limit).is_empty(),
+        "LIMIT NONE removed nothing"
+    );
+    let exec: Option<Vec<Value>> = redis::pipe().atomic().cmd("PING").query(&mut watcher).unwrap();
+    assert!(exec.is_some(), "no watched key was touched");
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg(format!("{p}leases"))
+        .arg("a1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(score, token as f64, "the deadline stays");
+}
+
+/// A huge weight (with `emq.max-claim` raised) serves its K heads in time
+/// that grows with K, not with its square.
+#[test]
+fn a_turn_of_many_heads_costs_in_proportion() {
+    let server = Server::start_with(&["--emq.max-claim", "1000000"]);
+    let mut c = server.conn();
+    let elapsed = |c: &mut redis::Connection, n: usize| -> Duration {
+        let p = format!("k{n}{{q}}:");
+        let mut pipe = redis::pipe();
+        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+            let mut enqueue = redis::cmd("EMQ.ENQUEUE");
+            enqueue.arg(&p).arg("a");
+            for i in chunk {
+                enqueue.arg(i).arg(format!("j{i}"));
+            }
+            pipe.add_command(enqueue).ignore();
+        }
+        pipe.query::<()>(c).unwrap();
+        cmd(c, &["EMQ.WEIGHT", &p, "a", &n.to_string()]);
+        let start = Instant::now();
+        let (_, _, jobs) = cmd(c, &["EMQ.WCLAIM", &p, "60000"]).claim().unwrap();
+        assert_eq!(jobs.len(), n);
+        start.elapsed()
+    };
+    let small = elapsed(&mut c, 20_000);
+    let large = elapsed(&mut c, 200_000);
+    assert!(
+        large < small * 40,
+        "10x the heads took {:?} vs {:?}",
+        large,
+        small
+    );
 }

@@ -174,6 +174,9 @@ enum Plan<'q> {
 /// A serving turn: which heads go, which of them are leased.
 struct Serving<'q> {
     pending: Key<'q>,
+    /// The turn's K: heads were taken until K were leased or none was left
+    /// (what a replica replays: the duplicates met on the way included).
+    k: i64,
     /// Leased, in mint order, with their mint scores.
     taken: Vec<(RStr, f64)>,
     /// Duplicates removed from the lane.
@@ -312,6 +315,7 @@ impl<'q> Claim<'q> {
         let consumed = (taken.len() + dropped.len()) as u64;
         Ok(Plan::Serve(Serving {
             pending,
+            k,
             new_active: state.active + taken.len() as i64,
             leaves: schedule::leaves_after(&state, consumed, taken.len() as i64),
             taken,
@@ -331,7 +335,7 @@ impl<'q> Claim<'q> {
                 .iter()
                 .map(|(job, _)| self.jlease.hash_has(job.as_arg()) || self.jdead.hash_has(job.as_arg()))
                 .collect();
-            let (consumed, taken_at) = schedule::take_heads(k, duplicate);
+            let (consumed, taken_at) = schedule::take_heads(k, duplicate.iter().copied());
             // A window that ended on duplicates may hide more fresh heads.
             if taken_at.len() < want && seen == window && window < pending.len() {
                 window = window.saturating_mul(2);
@@ -339,11 +343,11 @@ impl<'q> Claim<'q> {
             }
             let mut taken = Vec::with_capacity(taken_at.len());
             let mut dropped = Vec::new();
-            for (i, head) in heads.into_iter().take(consumed).enumerate() {
-                if taken_at.contains(&i) {
-                    taken.push(head);
-                } else {
+            for (head, dup) in heads.into_iter().zip(duplicate).take(consumed) {
+                if dup {
                     dropped.push(head.0);
+                } else {
+                    taken.push(head);
                 }
             }
             return (taken, dropped);
@@ -382,9 +386,8 @@ impl<'q> Claim<'q> {
                     return None;
                 }
                 if config::replicate_command() {
-                    let k = serving.taken.len() as i64;
                     call.repl
-                        .turn(self.q.prefix, lane.as_arg(), deadline, k, serving.leaves);
+                        .turn(self.q.prefix, lane.as_arg(), deadline, serving.k, serving.leaves);
                 } else {
                     self.replicate_effects(&lane, &serving, &served);
                 }
@@ -510,10 +513,12 @@ fn claim_reply(lane: RStr, deadline: i64, taken: Vec<(RStr, f64)>) -> Reply<'sta
     Reply::Array(reply)
 }
 
-/// `EMQ.TURN P lane deadline k leaves`: a served turn exactly as a primary
+/// `EMQ.TURN P lane deadline K leaves`: a served turn exactly as a primary
 /// made it and replicated it (`emq.replicate command`): rotate the ring, take
-/// the lane's heads as the turn did (duplicates removed) until `k` are
-/// leased until `deadline`, and the lane leaves the ring when `leaves` is 1.
+/// the lane's heads as the turn did — until K are leased until `deadline` or
+/// none is left, the duplicates met on the way removed — and the lane leaves
+/// the ring when `leaves` is 1. (K is the turn's clamp, at most the lane's
+/// depth: a lane with fewer heads, or none fresh, does not fit.)
 /// Internal: accepted only from the replication stream or an AOF load, where
 /// the keyspace is the primary's at that point.
 pub fn replay_turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
@@ -541,13 +546,17 @@ pub fn replay_turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> 
     let active = Claim::stored(claim.active, lane.as_arg())
         .map_err(|_| mismatch())?
         .unwrap_or(0);
-    let (taken, dropped) = claim.take_heads(pending, k);
-    if taken.len() as i64 != k {
+    if (pending.len() as i64) < k {
         return Err(mismatch());
     }
-    let new_active = active.checked_add(k).ok_or_else(mismatch)?;
+    let (taken, dropped) = claim.take_heads(pending, k);
+    if taken.is_empty() {
+        return Err(mismatch());
+    }
+    let new_active = active.checked_add(taken.len() as i64).ok_or_else(mismatch)?;
     let serving = Serving {
         pending,
+        k,
         taken,
         dropped,
         new_active,

@@ -48,11 +48,12 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
             hash.notify(Class::Hash, c"hset");
             call.repl.effect(c"HSET", &[hash.name(), lane, arg]);
         }
-        None => {
+        None if hash.hash_has(lane) => {
             hash.hash_del(lane);
             hash.notify(Class::Hash, c"hdel");
             call.repl.effect(c"HDEL", &[hash.name(), lane]);
         }
+        None => {}
     }
     q.follow(lane, ring_change(&before, &Lane { limit, ..before }))?;
     Ok(Reply::Ok)

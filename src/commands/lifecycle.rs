@@ -112,7 +112,8 @@ pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
         .into_iter()
         .filter(|job| seen.insert(job.bytes()) && leased_under(leases.zset_score(*job), token))
         .collect();
-    if !jobs.is_empty() {
+    // A deadline that does not move is no write (as ZADD of the same score).
+    if !jobs.is_empty() && deadline != token {
         let deadline_str = call.ctx.string_from_i64(deadline);
         let mut zadd = vec![leases.name()];
         for job in &jobs {

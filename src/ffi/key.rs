@@ -40,7 +40,7 @@ pub(super) struct KeyCache {
 struct Slot {
     name: RStr,
     /// NULL when the key is missing and was opened for reading.
-    ptr: *mut raw::RedisModuleKey,
+    ptr: Cell<*mut raw::RedisModuleKey>,
     written: Cell<bool>,
 }
 
@@ -59,8 +59,8 @@ impl KeyCache {
                 if slot.written.get() {
                     api!(RedisModule_SignalModifiedKey)(ctx, slot.name.ptr);
                 }
-                if !slot.ptr.is_null() {
-                    api!(RedisModule_CloseKey)(slot.ptr);
+                if !slot.ptr.get().is_null() {
+                    api!(RedisModule_CloseKey)(slot.ptr.get());
                 }
             }
         }
@@ -129,15 +129,9 @@ impl Ctx {
             None => {
                 let name = self.string(name);
                 self.guard.check(self, name.as_arg())?;
-                let mode = if self.keys.writable {
-                    raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
-                } else {
-                    raw::REDISMODULE_READ
-                };
-                let ptr = unsafe { api!(RedisModule_OpenKey)(self.ptr, name.ptr, mode as c_int) };
                 let slot = Box::new(Slot {
+                    ptr: Cell::new(self.open_key(&name)),
                     name,
-                    ptr: ptr.cast(),
                     written: Cell::new(false),
                 });
                 let at = &*slot as *const Slot;
@@ -155,13 +149,35 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    fn open_key(&self, name: &RStr) -> *mut raw::RedisModuleKey {
+        let mode = if self.keys.writable {
+            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
+        } else {
+            raw::REDISMODULE_READ
+        };
+        unsafe { api!(RedisModule_OpenKey)(self.ptr, name.ptr, mode as c_int).cast() }
+    }
+}
+
 impl<'c> Key<'c> {
     fn ptr(&self) -> *mut raw::RedisModuleKey {
-        self.slot.ptr
+        self.slot.ptr.get()
     }
 
     fn is_open(&self) -> bool {
-        !self.slot.ptr.is_null()
+        !self.ptr().is_null()
+    }
+
+    /// Closes and opens the key again: the same key, a fresh handle (and no
+    /// state the old one kept).
+    fn reopen(&self) {
+        unsafe {
+            if !self.ptr().is_null() {
+                api!(RedisModule_CloseKey)(self.ptr());
+            }
+        }
+        self.slot.ptr.set(self.ctx.open_key(&self.slot.name));
     }
 
     /// The key's name, as an argument (for replication and notifications).
@@ -349,6 +365,11 @@ impl<'c> Key<'c> {
     pub fn list_delete(&self, index: usize) {
         self.wrote();
         unsafe { api!(RedisModule_ListDelete)(self.ptr(), index as c_long) };
+        // The key API keeps a list iterator across deletes, moving its
+        // position itself, and on a quicklist it can be one off for the next
+        // index asked for (a wrong element deleted): a fresh handle starts
+        // with no iterator.
+        self.reopen();
     }
 
     /// Adds or updates; with `nx` only adds. Returns whether it was added.

@@ -77,9 +77,12 @@ pub fn commands(
     if table.len() > CALLBACKS.len() {
         return Err(format!("{} commands, {} callbacks", table.len(), CALLBACKS.len()));
     }
-    TABLE
-        .set((table, run))
-        .map_err(|_| "the command table is already registered".to_string())?;
+    // A module unloaded and loaded again may find its statics as it left
+    // them (the server need not unmap the library): the same table is fine.
+    let (known, known_run) = *TABLE.get_or_init(|| (table, run));
+    if !std::ptr::eq(known, table) || known_run as usize != run as usize {
+        return Err("another command table is already registered".to_string());
+    }
     for (doc, callback) in table.iter().zip(CALLBACKS) {
         register(ctx.ctx, doc, callback, category).map_err(|e| format!("{}: {e}", doc.name))?;
     }
@@ -122,9 +125,44 @@ fn register(
     Ok(())
 }
 
-/// Whether the server has custom ACL categories (Valkey 8+, Redis 7.4+).
-pub fn has_acl_categories() -> bool {
-    unsafe { raw::RedisModule_AddACLCategory }.is_some()
+/// Adds the ACL category `name` where the server has custom categories
+/// (Valkey 8+, Redis 7.4+); whether it exists now. A category outlives the
+/// module that added it (a server cannot remove one), so after `MODULE
+/// UNLOAD` a new load finds it there: adding it again fails, and it is used
+/// as it is. (The crate's `acl_categories` fails the load instead.)
+pub fn acl_category(ctx: &redis_module::Context, name: &str) -> bool {
+    let Ok(category) = CString::new(name) else {
+        return false;
+    };
+    unsafe {
+        let Some(add) = raw::RedisModule_AddACLCategory else {
+            return false;
+        };
+        if add(ctx.ctx, category.as_ptr()) == raw::REDISMODULE_OK as c_int {
+            return true;
+        }
+        // Already there? `ACL CAT` lists it.
+        let Some(call) = raw::RedisModule_Call else {
+            return false;
+        };
+        let reply = call(ctx.ctx, c"ACL".as_ptr(), c"c".as_ptr(), c"CAT".as_ptr());
+        if reply.is_null() {
+            return false;
+        }
+        let mut found = false;
+        for i in 0..raw::RedisModule_CallReplyLength.map_or(0, |len| len(reply)) {
+            let element = raw::RedisModule_CallReplyArrayElement.map_or(ptr::null_mut(), |at| at(reply, i));
+            let mut len = 0usize;
+            let text = raw::RedisModule_CallReplyStringPtr.map_or(ptr::null(), |s| s(element, &mut len));
+            if !text.is_null() && std::slice::from_raw_parts(text.cast::<u8>(), len) == name.as_bytes() {
+                found = true;
+            }
+        }
+        if let Some(free) = raw::RedisModule_FreeCallReply {
+            free(reply);
+        }
+        found
+    }
 }
 
 /// Registers a test hook that panics on purpose (only with the `debug-panic`

@@ -619,6 +619,36 @@ pub fn info_text(c: &mut redis::Connection, section: &str, field: &str) -> Optio
         .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
 }
 
+/// The (event, key suffix) pairs `command` fires, with `notify-keyspace-events KEA`.
+pub fn events(
+    server: &Server,
+    c: &mut redis::Connection,
+    prefix: &str,
+    command: &[&[u8]],
+) -> std::collections::BTreeSet<(String, String)> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let mut sub = client.get_connection().unwrap();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let reply = call(c, command);
+    assert!(reply.err().is_none(), "{reply:?}");
+    let _: () = redis::cmd("SET").arg("sentinel").arg("1").query(c).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let msg = pubsub.get_message().expect("a notification");
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_string();
+        let key: String = msg.get_payload().unwrap();
+        if key == "sentinel" {
+            return seen;
+        }
+        seen.insert((event, key.strip_prefix(prefix).unwrap_or(&key).to_string()));
+    }
+}
+
 /// `DEBUG DIGEST`: one hash of the whole dataset.
 pub fn digest(c: &mut redis::Connection) -> String {
     redis::cmd("DEBUG").arg("DIGEST").query(c).expect("DEBUG DIGEST")
