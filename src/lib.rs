@@ -81,6 +81,7 @@ mod module {
     fn deinit(ctx: &Context) -> Status {
         crate::ffi::boundary::with_module_ctx(ctx, crate::expiry::stop_all);
         crate::ffi::release_constants();
+        crate::ffi::release_names();
         // Back to the default hook: ours must not outlive the unloaded module.
         drop(std::panic::take_hook());
         Status::Ok

@@ -47,6 +47,18 @@ impl<'q> Queue<'q> {
         self.key(suffix)?.expect(kind)
     }
 
+    /// `P` followed by `suffix` when that key exists (typed; its permission
+    /// checked either way); `None`, without opening it, when it does not.
+    /// For keys a command only reads.
+    pub fn optional(&self, suffix: &[u8], kind: Kind) -> Result<Option<Key<'q>>, Error> {
+        let name = self.ctx.key_name(&[self.prefix.bytes(), suffix]);
+        self.ctx.check_key(name.as_arg())?;
+        if !self.ctx.key_exists(name.as_arg()) {
+            return Ok(None);
+        }
+        self.typed(suffix, kind).map(Some)
+    }
+
     pub fn ring(&self) -> Result<Key<'q>, Error> {
         self.typed(keys::RING, Kind::List)
     }
@@ -100,7 +112,7 @@ impl<'q> Queue<'q> {
     /// `P gpaused`'s name: a set, reached only by calls (the key API has no
     /// set calls), its permission checked here.
     pub fn paused_key(&self) -> Result<RStr, Error> {
-        let name = self.ctx.string_of(&[self.prefix.bytes(), keys::PAUSED]);
+        let name = self.ctx.key_name(&[self.prefix.bytes(), keys::PAUSED]);
         self.ctx.check_key(name.as_arg())?;
         Ok(name)
     }

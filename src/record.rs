@@ -25,6 +25,21 @@ pub fn score_text(ctx: &Ctx, score: f64) -> RStr {
     ctx.string_from_double(score)
 }
 
+/// The record `"<mint> <lane>"` (one string made: the mint's digits written
+/// beside the lane when it is an integer, the common case).
+pub fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
+    match integer_score(mint) {
+        Some(int) => {
+            let mut digits = [0u8; 24];
+            let mut rest = &mut digits[..];
+            let _ = write!(rest, "{int}");
+            let n = 24 - rest.len();
+            ctx.string_of(&parts(&digits[..n], lane))
+        }
+        None => ctx.string_of(&parts(score_text(ctx, mint).bytes(), lane)),
+    }
+}
+
 /// The common case of a mint printed without a round trip through the
 /// server.
 pub fn integer_score(score: f64) -> Option<i64> {

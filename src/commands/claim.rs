@@ -22,11 +22,16 @@
 //! nothing and waits: a blocked client's wake-up that writes and keeps
 //! waiting aborts Redis 7.0.
 
+use std::cell::Cell;
+
+use smallvec::SmallVec;
+
 use crate::args::{self, Args};
 use crate::config;
 use crate::errors::{Error, BOOLEAN, COUNT_RANGE, INTEGER, TIMEOUT_RANGE};
 use crate::ffi::block::Wait;
-use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, Kind, RStr, Reply, Word};
+use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, Kind, Members, RStr, Reply, Word};
+use crate::keys;
 use crate::queue::Queue;
 use crate::record;
 
@@ -158,10 +163,14 @@ struct Claim<'q> {
     ring: Key<'q>,
     leases: Key<'q>,
     jlease: Key<'q>,
-    jdead: Key<'q>,
+    /// Read only, and most often missing: opened only when they exist
+    /// (checked again after the claim's own returns, which may bury jobs).
+    jdead: Cell<Option<Key<'q>>>,
     active: Key<'q>,
-    limits: Key<'q>,
-    weights: Option<Key<'q>>,
+    limits: Cell<Option<Key<'q>>>,
+    weights: Cell<Option<Key<'q>>>,
+    /// `P gpaused`'s name when that set exists (checked a set at open).
+    paused: Option<RStr>,
 }
 
 /// What a turn will do with the head lane, decided from reads only.
@@ -178,9 +187,9 @@ struct Serving<'q> {
     /// (what a replica replays: the duplicates met on the way included).
     k: i64,
     /// Leased, in mint order, with their mint scores.
-    taken: Vec<(RStr, f64)>,
+    taken: Members,
     /// Duplicates removed from the lane.
-    dropped: Vec<RStr>,
+    dropped: SmallVec<[RStr; 2]>,
     new_active: i64,
     leaves: bool,
 }
@@ -192,14 +201,26 @@ impl<'q> Claim<'q> {
             ring: q.ring()?,
             leases: q.leases()?,
             jlease: q.jlease()?,
-            jdead: q.jdead()?,
+            jdead: Cell::new(q.optional(keys::JDEAD, Kind::Hash)?),
             active: q.active()?,
-            limits: q.limits()?,
-            weights: if weighted { Some(q.weights()?) } else { None },
+            limits: Cell::new(q.optional(keys::LIMIT, Kind::Hash)?),
+            weights: Cell::new(if weighted {
+                q.optional(keys::WEIGHT, Kind::Hash)?
+            } else {
+                None
+            }),
+            paused: None,
         };
-        // `P gpaused` is checked (its type, its permission) now, not at the
-        // first lane it is asked about.
-        q.is_paused(word(Word::Zero))?;
+        // `P gpaused` is checked (its permission, its type) now, not at the
+        // first lane it is asked about; most queues have none.
+        let paused = q.paused_key()?;
+        if q.ctx.key_exists(paused.as_arg()) {
+            q.ctx.set_call(c"SISMEMBER", paused.as_arg(), word(Word::Zero))?;
+            return Ok(Claim {
+                paused: Some(paused),
+                ..claim
+            });
+        }
         Ok(claim)
     }
 
@@ -241,6 +262,8 @@ impl<'q> Claim<'q> {
         self.q
             .call
             .count(&stats::JOBS_REAPED_BY_CLAIMS, reaped.len() as u64);
+        // A death may have made `P jdead`.
+        self.jdead.set(self.q.optional(keys::JDEAD, Kind::Hash)?);
         Ok(!reaped.is_empty())
     }
 
@@ -297,12 +320,17 @@ impl<'q> Claim<'q> {
             _ => None,
         };
         // Read in the order `head_turn` decides, each only when needed.
-        let paused = depth.is_some_and(|d| d > 0) && self.q.is_paused(lane_arg)?;
+        let paused = match &self.paused {
+            Some(set) if depth.is_some_and(|d| d > 0) => {
+                self.q.ctx.set_call(c"SISMEMBER", set.as_arg(), lane_arg)? == 1
+            }
+            _ => false,
+        };
         let head = Head {
             name_empty: false,
             depth,
-            weight: self.weights.map_or(Ok(None), |w| Self::stored(w, lane_arg)),
-            limit: Self::stored(self.limits, lane_arg),
+            weight: self.weights.get().map_or(Ok(None), |w| Self::stored(w, lane_arg)),
+            limit: self.limits.get().map_or(Ok(None), |l| Self::stored(l, lane_arg)),
             active: Self::stored(self.active, lane_arg),
             paused,
         };
@@ -325,15 +353,18 @@ impl<'q> Claim<'q> {
 
     /// The heads a turn takes from `pending`: up to `k` that are not already
     /// leased or dead, and the duplicates met before the last of them.
-    fn take_heads(&self, pending: Key<'q>, k: i64) -> (Vec<(RStr, f64)>, Vec<RStr>) {
+    fn take_heads(&self, pending: Key<'q>, k: i64) -> (Members, SmallVec<[RStr; 2]>) {
         let want = usize::try_from(k).unwrap_or(usize::MAX);
         let mut window = want;
         loop {
             let heads = pending.zset_range(f64::INFINITY, window);
             let seen = heads.len();
-            let duplicate: Vec<bool> = heads
+            let duplicate: SmallVec<[bool; 16]> = heads
                 .iter()
-                .map(|(job, _)| self.jlease.hash_has(job.as_arg()) || self.jdead.hash_has(job.as_arg()))
+                .map(|(job, _)| {
+                    self.jlease.hash_has(job.as_arg())
+                        || self.jdead.get().is_some_and(|dead| dead.hash_has(job.as_arg()))
+                })
                 .collect();
             let (consumed, taken_at) = schedule::take_heads(k, duplicate.iter().copied());
             // A window that ended on duplicates may hide more fresh heads.
@@ -341,8 +372,8 @@ impl<'q> Claim<'q> {
                 window = window.saturating_mul(2);
                 continue;
             }
-            let mut taken = Vec::with_capacity(taken_at.len());
-            let mut dropped = Vec::new();
+            let mut taken = Members::new();
+            let mut dropped = SmallVec::new();
             for (head, dup) in heads.into_iter().zip(duplicate).take(consumed) {
                 if dup {
                     dropped.push(head.0);
@@ -433,13 +464,12 @@ impl<'q> Claim<'q> {
             s.pending.zset_rem(job.as_arg());
         }
         s.pending.notify(Class::Zset, c"zpopmin");
-        let mut records = Vec::with_capacity(s.taken.len());
+        let mut records = SmallVec::new();
         let mut active = None;
         if !s.taken.is_empty() {
             for (job, mint) in &s.taken {
                 self.leases.zset_add(deadline as f64, job.as_arg(), false);
-                let mint = crate::record::score_text(ctx, *mint);
-                let record = ctx.string_of(&record::parts(mint.bytes(), lane.bytes()));
+                let record = record::lease_record(ctx, *mint, lane.bytes());
                 self.jlease.hash_set(job.as_arg(), record.as_arg());
                 records.push(record);
             }
@@ -467,10 +497,14 @@ impl<'q> Claim<'q> {
     /// replica or an AOF reader without the module can apply.
     fn replicate_effects(&self, lane: &RStr, s: &Serving, served: &Served) {
         let repl = &self.q.call.repl;
-        if served.rotated {
+        // Rotated to the tail and removed from it: the head removed.
+        let popped = s.leaves && served.rotated;
+        if popped {
+            repl.effect(c"LPOP", &[self.ring.name()]);
+        } else if served.rotated {
             self.replicate_rotation();
         }
-        let mut zrem = vec![s.pending.name()];
+        let mut zrem: SmallVec<[Arg; 8]> = smallvec::smallvec![s.pending.name()];
         zrem.extend(s.taken.iter().map(|(job, _)| job.as_arg()));
         zrem.extend(s.dropped.iter().map(RStr::as_arg));
         if zrem.len() > 1 {
@@ -478,8 +512,8 @@ impl<'q> Claim<'q> {
         }
         if let Some(active) = &served.active {
             let deadline = self.q.ctx.string_from_i64(served.deadline);
-            let mut zadd = vec![self.leases.name()];
-            let mut hset = vec![self.jlease.name()];
+            let mut zadd: SmallVec<[Arg; 9]> = smallvec::smallvec![self.leases.name()];
+            let mut hset: SmallVec<[Arg; 9]> = smallvec::smallvec![self.jlease.name()];
             for ((job, _), record) in s.taken.iter().zip(&served.records) {
                 zadd.extend([deadline.as_arg(), job.as_arg()]);
                 hset.extend([job.as_arg(), record.as_arg()]);
@@ -488,7 +522,7 @@ impl<'q> Claim<'q> {
             repl.effect(c"HSET", &hset);
             repl.effect(c"HSET", &[self.active.name(), lane.as_arg(), active.as_arg()]);
         }
-        if s.leaves {
+        if s.leaves && !popped {
             repl.effect(c"RPOP", &[self.ring.name()]);
         }
     }
@@ -499,13 +533,13 @@ struct Served {
     rotated: bool,
     deadline: i64,
     /// The lease records, in the order of the jobs taken.
-    records: Vec<RStr>,
+    records: SmallVec<[RStr; 4]>,
     /// The lane's new active count, when it leased jobs.
     active: Option<RStr>,
 }
 
 /// `[lane, deadline, job…]`.
-fn claim_reply(lane: RStr, deadline: i64, taken: Vec<(RStr, f64)>) -> Reply<'static> {
+fn claim_reply(lane: RStr, deadline: i64, taken: Members) -> Reply<'static> {
     let mut reply = Vec::with_capacity(2 + taken.len());
     reply.push(Reply::Owned(lane));
     reply.push(Reply::Int(deadline));

@@ -51,6 +51,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CreateStringFromDouble,
         RedisModule_CreateStringFromLongLong,
         RedisModule_FreeString,
+        RedisModule_RetainString,
         RedisModule_StringPtrLen,
         RedisModule_StringToDouble,
         RedisModule_ReplyWithArray,

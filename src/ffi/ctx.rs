@@ -65,6 +65,12 @@ impl Ctx {
         with_joined(parts, |bytes| self.string(bytes))
     }
 
+    /// The name of a key reached by calls, not opened (a set key), as
+    /// `parts` joined: kept between calls as opened keys' names are.
+    pub fn key_name(&self, parts: &[&[u8]]) -> RStr {
+        with_joined(parts, super::names::name)
+    }
+
     pub fn string_from_i64(&self, v: i64) -> RStr {
         RStr {
             ptr: unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ptr, v) },
@@ -172,7 +178,18 @@ impl Ctx {
     /// Sends `cmd args…` to replicas and the AOF (several calls in one
     /// command reach them wrapped in MULTI/EXEC, in call order).
     pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
-        let raw_args: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
+        // On the stack when short (most are: a turn's effects have 2 to 6).
+        let mut stack = [ptr::null_mut::<raw::RedisModuleString>(); 8];
+        let heap: Vec<*mut raw::RedisModuleString>;
+        let raw_args: &[*mut raw::RedisModuleString] = if args.len() <= stack.len() {
+            for (slot, a) in stack.iter_mut().zip(args) {
+                *slot = a.ptr;
+            }
+            &stack[..args.len()]
+        } else {
+            heap = args.iter().map(|a| a.ptr).collect();
+            &heap
+        };
         unsafe {
             api!(RedisModule_Replicate)(
                 self.ptr,

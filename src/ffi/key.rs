@@ -17,8 +17,9 @@
 //! Opening a key checks the caller's permission on it (`acl.rs`): every key a
 //! command touches passes the user's key patterns, not only the declared one.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::CStr;
+use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
 
@@ -28,13 +29,21 @@ use super::ctx::{with_joined, Class, Ctx};
 use super::string::{Arg, RStr};
 use crate::errors::Error;
 
+/// Slots held inline: a command opens about eight keys, so most commands
+/// allocate nothing to keep their handles.
+const INLINE: usize = 16;
+
 /// The handles of one context, in the order they were opened.
 pub(super) struct KeyCache {
     pub(super) writable: bool,
-    // Boxed: a handle points into its slot, which must not move as the
-    // list grows. Slots are only removed by `close_all`, under `&mut Ctx`.
+    // A handle points into its slot, which must not move: the first
+    // `INLINE` slots live here (filled in order, each written once while no
+    // handle to it exists), the rest boxed. Slots are only removed by
+    // `close_all`, under `&mut Ctx`.
+    inline: [UnsafeCell<MaybeUninit<Slot>>; INLINE],
+    len: Cell<usize>,
     #[allow(clippy::vec_box)]
-    slots: RefCell<Vec<Box<Slot>>>,
+    overflow: RefCell<Vec<Box<Slot>>>,
 }
 
 struct Slot {
@@ -48,24 +57,73 @@ impl KeyCache {
     pub(super) fn new(writable: bool) -> KeyCache {
         KeyCache {
             writable,
-            slots: RefCell::new(Vec::new()),
+            inline: [const { UnsafeCell::new(MaybeUninit::uninit()) }; INLINE],
+            len: Cell::new(0),
+            overflow: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The slot named `name`, if open.
+    fn find(&self, name: &[u8]) -> Option<*const Slot> {
+        let inline = self.len.get().min(INLINE);
+        for cell in &self.inline[..inline] {
+            // SAFETY: the first `len` inline slots are initialised.
+            let slot = unsafe { (*cell.get()).assume_init_ref() };
+            if slot.name.bytes() == name {
+                return Some(slot);
+            }
+        }
+        self.overflow
+            .borrow()
+            .iter()
+            .find(|s| s.name.bytes() == name)
+            .map(|s| &**s as *const Slot)
+    }
+
+    /// Keeps `slot`; where it now lives.
+    fn keep(&self, slot: Slot) -> *const Slot {
+        let at = self.len.get();
+        self.len.set(at + 1);
+        if at < INLINE {
+            // SAFETY: slot `at` is uninitialised and nothing points to it.
+            unsafe { (*self.inline[at].get()).write(slot) }
+        } else {
+            let boxed = Box::new(slot);
+            let ptr = &*boxed as *const Slot;
+            self.overflow.borrow_mut().push(boxed);
+            ptr
         }
     }
 
     /// Closes every handle, signalling the written keys modified.
     pub(super) fn close_all(&mut self, ctx: *mut raw::RedisModuleCtx) {
-        for slot in self.slots.get_mut().drain(..).rev() {
-            unsafe {
-                if slot.written.get() {
-                    api!(RedisModule_SignalModifiedKey)(ctx, slot.name.ptr);
-                }
-                if !slot.ptr.get().is_null() {
-                    api!(RedisModule_CloseKey)(slot.ptr.get());
-                }
-            }
+        let inline = self.len.get().min(INLINE);
+        self.len.set(0);
+        for cell in self.inline[..inline].iter_mut().rev() {
+            // SAFETY: initialised, and read out once (len is now 0).
+            let slot = unsafe { cell.get_mut().assume_init_read() };
+            close(ctx, &slot);
+            drop(slot);
+        }
+        for slot in self.overflow.get_mut().drain(..).rev() {
+            close(ctx, &slot);
         }
     }
 }
+
+fn close(ctx: *mut raw::RedisModuleCtx, slot: &Slot) {
+    unsafe {
+        if slot.written.get() {
+            api!(RedisModule_SignalModifiedKey)(ctx, slot.name.ptr);
+        }
+        if !slot.ptr.get().is_null() {
+            api!(RedisModule_CloseKey)(slot.ptr.get());
+        }
+    }
+}
+
+/// Zset members with their scores, the first few on the stack.
+pub type Members = smallvec::SmallVec<[(RStr, f64); 4]>;
 
 /// A key opened by [`Ctx::key`]: reads on any command, writes on a write
 /// command. Copy: it is a view of the context's one handle of the key.
@@ -117,31 +175,21 @@ impl Ctx {
     }
 
     fn key_named(&self, name: &[u8]) -> Result<Key<'_>, Error> {
-        let found = self
-            .keys
-            .slots
-            .borrow()
-            .iter()
-            .find(|s| s.name.bytes() == name)
-            .map(|s| &**s as *const Slot);
-        let slot = match found {
+        let slot = match self.keys.find(name) {
             Some(slot) => slot,
             None => {
-                let name = self.string(name);
+                let name = super::names::name(name);
                 self.guard.check(self, name.as_arg())?;
-                let slot = Box::new(Slot {
+                self.keys.keep(Slot {
                     ptr: Cell::new(self.open_key(&name)),
                     name,
                     written: Cell::new(false),
-                });
-                let at = &*slot as *const Slot;
-                self.keys.slots.borrow_mut().push(slot);
-                at
+                })
             }
         };
-        // SAFETY: the slot is boxed and stays in the cache, unmoved, until
-        // `close_all`, which needs `&mut self`: no `Key` borrowing `self`
-        // can be alive then.
+        // SAFETY: the slot stays in the cache, unmoved, until `close_all`,
+        // which needs `&mut self`: no `Key` borrowing `self` can be alive
+        // then.
         Ok(Key {
             slot: unsafe { &*slot },
             ctx: self,
@@ -294,8 +342,9 @@ impl<'c> Key<'c> {
 
     /// At most `n` members scored `<= max`, lowest first (ties by member):
     /// ZPOPMIN order.
-    pub fn zset_range(&self, max: f64, n: usize) -> Vec<(RStr, f64)> {
-        let mut out = Vec::with_capacity(n.min(1024));
+    pub fn zset_range(&self, max: f64, n: usize) -> Members {
+        let mut out = Members::new();
+        out.reserve(n.min(1024));
         if n == 0 || !self.is_open() || self.kind() != Kind::Zset {
             return out;
         }

@@ -23,12 +23,14 @@ pub mod block;
 pub mod boundary;
 pub mod ctx;
 pub mod key;
+mod names;
 pub mod register;
 pub mod reply;
 pub mod string;
 
 pub use api::{detect_server, missing_api, release_constants, set_module_options, Word};
 pub use ctx::{log_warning, Class, Ctx, Level};
-pub use key::{Key, Kind};
+pub use key::{Key, Kind, Members};
+pub use names::release_all as release_names;
 pub use reply::Reply;
 pub use string::{word, Arg, Argv, RStr};
