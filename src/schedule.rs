@@ -372,6 +372,10 @@ mod tests {
             !leaves_after(&lane(3, 0, None), 2, 0),
             "only duplicates, more left"
         );
+        assert!(
+            !leaves_after(&lane(5, 0, Some(2)), 2, 1),
+            "a duplicate and one lease: still below the ceiling"
+        );
     }
 
     #[test]

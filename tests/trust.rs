@@ -241,7 +241,7 @@ fn empty_lane_names_and_damaged_records_never_stall_a_queue() {
         let (_, token, jobs) = emq.run(c, "wclaim", &[p, "1"]).claim().unwrap();
         assert_eq!(jobs.len(), 3);
         hset(c, &format!("{p}jlease"), "a1", "garbage");
-        hset(c, &format!("{p}jlease"), "a2", "1e999 A");
+        hset(c, &format!("{p}jlease"), "a2", "1 ");
         thread::sleep(Duration::from_millis(5));
         let reaped = emq.run(c, "reap", &[p]);
         let Value::Array(ids) = reaped.value() else {
@@ -261,6 +261,11 @@ fn empty_lane_names_and_damaged_records_never_stall_a_queue() {
             .query(c)
             .unwrap();
         assert_eq!(pending, ["a3"]);
+        let nameless: i64 = redis::cmd("EXISTS")
+            .arg(format!("{p}g::pending"))
+            .query(c)
+            .unwrap();
+        assert_eq!(nameless, 0, "no job went back to a lane with no name");
         let active: Option<String> = redis::cmd("HGET")
             .arg(format!("{p}gactive"))
             .arg("A")
