@@ -4,7 +4,7 @@
 PORT ?= 6379
 MODULE := $(CURDIR)/target/release/libemq.so
 
-.PHONY: deps build run test unit lint bench criterion profile memcheck clean
+.PHONY: deps build run test unit lint bench bench-peers criterion profile perf-guard memcheck clean
 
 deps:
 	@scripts/deps.sh build
@@ -37,6 +37,16 @@ test: build
 bench: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench report
 
+# emq beside BullMQ (pinned, installed from npm into a temporary folder; Node
+# is on the machine) on one Valkey 9.1: server time, CPU and memory per job.
+BULLMQ_VERSION := 5.81.5
+bench-peers: build
+	@command -v node >/dev/null || (echo "make bench-peers: needs Node.js and npm" && exit 1)
+	@dir=$$(mktemp -d /tmp/emq-peers.XXXXXX); \
+	npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error bullmq@$(BULLMQ_VERSION) >/dev/null && \
+	EMQ_SERVER="$$(scripts/servers.sh valkey9)" EMQ_PEERS_NODE_MODULES="$$dir/node_modules" \
+	  cargo bench --locked --bench peers; status=$$?; rm -rf "$$dir"; exit $$status
+
 # criterion: the pure scheduling logic and a live claim+nack round trip.
 criterion: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
@@ -48,6 +58,12 @@ profile: build
 	@scripts/deps.sh valgrind
 	scripts/profile.sh "$(SCENARIO)" emq::commands::claim::wclaim evalShaCommand \
 	  lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
+
+# Instructions per native claim against bench/perf-budget (callgrind,
+# deterministic): fails when a change takes one more than 5% over budget.
+perf-guard: build
+	@scripts/deps.sh valgrind
+	scripts/perf-guard.sh
 
 # The integration tests with the server under valgrind; fails on any
 # invalid access or definite leak in the module.
