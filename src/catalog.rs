@@ -1,7 +1,7 @@
 //! The command table: name, handler, flags, arity and the documentation that
 //! `COMMAND INFO` / `COMMAND DOCS` show. `lib.rs` registers what is here.
 
-use crate::commands::{claim, dead, lanes, lifecycle, Handler};
+use crate::commands::{claim, dead, lanes, lifecycle, operate, Handler};
 
 /// How an argument is documented (`REDISMODULE_ARG_TYPE_*`).
 #[derive(Debug, Clone, Copy)]
@@ -291,6 +291,52 @@ pub const COMMANDS: &[CommandDoc] = &[
         args: &[PREFIX, JOBS],
         readonly: false,
         deterministic: true,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.queue",
+        handler: operate::queue,
+        flags: "readonly",
+        arity: 2,
+        summary: "Shows the queue at a glance: ringed and paused lanes, leased and expired jobs, the next lease deadline, dead jobs, max-deliveries.",
+        complexity: "O(log L) for L leased jobs.",
+        args: &[PREFIX],
+        readonly: true,
+        deterministic: false,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.lanes",
+        handler: operate::lanes,
+        flags: "readonly",
+        arity: -3,
+        summary: "Iterates the queue's lanes as SCAN iterates keys: every lane with pending jobs, leases, a weight, a ceiling or a pause is returned at least once.",
+        complexity: "O(1) for every call, about COUNT work; O(N) for a complete iteration.",
+        args: &[PREFIX, arg("cursor", Kind::Int), COUNT],
+        readonly: true,
+        deterministic: false,
+        internal: false,
+    },
+    CommandDoc {
+        name: "emq.repair",
+        handler: operate::repair,
+        flags: "write",
+        arity: -3,
+        summary: "Re-derives a lane's ring membership and active count from its pending set and the lease records naming it; removes its records that have no lease.",
+        complexity: "O(J + R) for J lease records of the queue and a ring of R lanes.",
+        args: &[
+            PREFIX,
+            LANE,
+            ArgDoc {
+                token: Some("DRYRUN"),
+                optional: true,
+                ..arg("dryrun", Kind::Token)
+            },
+        ],
+        readonly: false,
+        // HSCAN's order and the ring's state make it read first; replicated
+        // as its effects.
+        deterministic: false,
         internal: false,
     },
     CommandDoc {

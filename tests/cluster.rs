@@ -223,3 +223,60 @@ fn a_prefix_is_accepted_exactly_when_its_keys_share_its_slot() {
         "{accepted} accepted, {refused} refused"
     );
 }
+
+/// Issue 16 in a cluster: a queue's lanes are listed and repaired through a
+/// cluster-aware client (the queue's keys, pending sets included, share the
+/// prefix's slot), beside other queues on the same node.
+#[test]
+fn lanes_and_repair_work_through_a_cluster_client() {
+    let nodes = start_cluster();
+    let client =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{}/", nodes[0].port)]).unwrap();
+    let mut cc = client.get_connection().unwrap();
+    for t in 0..6 {
+        let p = format!("emq:{{t{t}}}:");
+        for l in 0..300 {
+            let _: i64 = redis::cmd("EMQ.ENQUEUE")
+                .arg(&p)
+                .arg(format!("lane{l}"))
+                .arg(1)
+                .arg(format!("j{l}"))
+                .query(&mut cc)
+                .unwrap();
+        }
+    }
+    let p = "emq:{t3}:";
+    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut cc).unwrap();
+    let mut cursor = "0".to_string();
+    let mut lanes = std::collections::BTreeSet::new();
+    loop {
+        let (next, batch): (String, Vec<String>) = redis::cmd("EMQ.LANES")
+            .arg(p)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(50)
+            .query(&mut cc)
+            .unwrap();
+        lanes.extend(batch);
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    let expect: std::collections::BTreeSet<String> = (0..300).map(|l| format!("lane{l}")).collect();
+    assert_eq!(lanes, expect, "every lane of {p}, and no other queue's");
+    for lane in &lanes {
+        let _: Value = redis::cmd("EMQ.REPAIR").arg(p).arg(lane).query(&mut cc).unwrap();
+    }
+    let ringed: i64 = redis::cmd("LLEN")
+        .arg(format!("{p}gring"))
+        .query(&mut cc)
+        .unwrap();
+    assert_eq!(ringed, 300, "every lane back in the ring");
+    let mut served = std::collections::BTreeSet::new();
+    for _ in 0..300 {
+        let claim: Vec<Value> = redis::cmd("EMQ.CLAIM").arg(p).arg(60_000).query(&mut cc).unwrap();
+        served.insert(text(&claim[0]));
+    }
+    assert_eq!(served, expect, "the next claims serve every lane");
+}

@@ -240,6 +240,12 @@ fn command_info_and_docs_tell_the_truth() {
         ("emq.resume", 3, &["write", "fast"]),
         ("emq.reassign", 5, &["write"]),
         ("emq.lane", 3, &["readonly"]),
+        ("emq.policy", 4, &["write", "fast"]),
+        ("emq.dead", -2, &["readonly"]),
+        ("emq.revive", -3, &["write"]),
+        ("emq.queue", 2, &["readonly"]),
+        ("emq.lanes", -3, &["readonly"]),
+        ("emq.repair", -3, &["write"]),
     ];
     for (name, arity, flags) in expect {
         let info = command_info(&mut c, name);
@@ -297,7 +303,7 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
         panic!()
     };
     let members: BTreeSet<String> = members.iter().map(text).collect();
-    assert_eq!(members.len(), 16, "{members:?}");
+    assert_eq!(members.len(), 19, "{members:?}");
     assert!(members.contains("emq.wclaim") && members.contains("emq.lane"));
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", "worker", "on", ">pw", "~emq:{a}:*", "+@emq"])

@@ -5,6 +5,7 @@ pub mod claim;
 pub mod dead;
 pub mod lanes;
 pub mod lifecycle;
+pub mod operate;
 pub mod release;
 
 use crate::catalog::CommandDoc;

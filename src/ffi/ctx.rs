@@ -230,8 +230,22 @@ impl Ctx {
     /// `SISMEMBER`, `SADD` or `SREM` on a set key: the integer reply, or
     /// `WRONGTYPE` when the key holds another type.
     pub fn set_call(&self, cmd: &CStr, key: Arg, member: Arg) -> Result<i64, Error> {
+        self.int_call(cmd, &[key, member])
+    }
+
+    /// A call with an integer reply (`SCARD key`, `SISMEMBER key m`, …);
+    /// `WRONGTYPE` for any other reply (the one error these calls give).
+    pub fn int_call(&self, cmd: &CStr, args: &[Arg]) -> Result<i64, Error> {
+        let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 4]> =
+            args.iter().map(|a| a.ptr).collect();
         unsafe {
-            let reply = api!(RedisModule_Call)(self.ptr, cmd.as_ptr(), c"ss".as_ptr(), key.ptr, member.ptr);
+            let reply = api!(RedisModule_Call)(
+                self.ptr,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            );
             if reply.is_null() {
                 return Err(Error::Internal);
             }
@@ -251,30 +265,55 @@ impl Ctx {
         unsafe { api!(RedisModule_KeyExists)(self.ptr, name.ptr) != 0 }
     }
 
-    /// `SCAN cursor MATCH pattern COUNT count` on the selected database:
-    /// the next cursor and the keys found.
-    pub fn scan(&self, cursor: u64, pattern: &[u8], count: u64) -> Result<(u64, Vec<RStr>), Error> {
+    /// One step of `SCAN cursor MATCH pattern COUNT count` (no `key`), or of
+    /// `HSCAN`/`SSCAN key cursor COUNT count`: the next cursor and the
+    /// elements (for HSCAN, fields and values alternating). Read-only calls:
+    /// a handle open on `key` stays valid.
+    pub fn scan_step(
+        &self,
+        cmd: &CStr,
+        key: Option<Arg>,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: u64,
+    ) -> Result<(u64, Vec<RStr>), Error> {
         let cursor = self.string(cursor.to_string().as_bytes());
-        let pattern = self.string(pattern);
         let count = self.string(count.to_string().as_bytes());
+        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(6);
+        let match_word;
+        let pattern_str;
+        if let Some(key) = key {
+            argv.push(key.ptr);
+        }
+        argv.push(cursor.ptr);
+        if let Some(pattern) = pattern {
+            match_word = self.string(b"MATCH");
+            pattern_str = self.string(pattern);
+            argv.extend([match_word.ptr, pattern_str.ptr]);
+        }
+        let count_word = self.string(b"COUNT");
+        argv.extend([count_word.ptr, count.ptr]);
         unsafe {
             let reply = api!(RedisModule_Call)(
                 self.ptr,
-                c"SCAN".as_ptr(),
-                c"scscs".as_ptr(),
-                cursor.ptr,
-                c"MATCH".as_ptr(),
-                pattern.ptr,
-                c"COUNT".as_ptr(),
-                count.ptr,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
             );
             if reply.is_null() {
                 return Err(Error::Internal);
             }
             let result = read_scan_reply(self.ptr, reply);
             api!(RedisModule_FreeCallReply)(reply);
-            result.ok_or(Error::Internal)
+            result.ok_or(Error::WrongType)
         }
+    }
+
+    /// `ZCOUNT key min max` (O(log N)), 0 when the key is missing.
+    pub fn zcount(&self, key: Arg, min: &[u8], max: &[u8]) -> Result<i64, Error> {
+        let (min, max) = (self.string(min), self.string(max));
+        self.int_call(c"ZCOUNT", &[key, min.as_arg(), max.as_arg()])
     }
 }
 

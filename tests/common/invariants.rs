@@ -72,7 +72,11 @@ impl View {
 
     pub fn serviceable(&self, lane: &str) -> bool {
         let depth = self.pending.get(lane).map_or(0, Vec::len);
-        let active: i64 = self.active.get(lane).map_or(0, |a| a.parse().unwrap());
+        // A count that is no number leaves the lane unserviceable (claims
+        // skip it), and fails the count check below.
+        let Ok(active) = self.active.get(lane).map_or(Ok(0), |a| a.parse::<i64>()) else {
+            return false;
+        };
         let limit: Option<i64> = self.limit.get(lane).map(|l| l.parse().unwrap());
         depth > 0 && !self.paused.contains(lane) && limit.is_none_or(|l| active < l)
     }
