@@ -10,12 +10,13 @@ deps:
 	@scripts/deps.sh build
 
 build: deps
-	cargo build --release --locked --lib --examples
+	cargo build --release --locked --lib --bins --examples
 
 run: build
 	@server=$$(scripts/servers.sh valkey9); cli=$$(scripts/servers.sh cli); \
 	echo "emq: Valkey 9.1 with $(MODULE) on 127.0.0.1:$(PORT)"; \
 	echo "emq: connect with  $$cli -p $(PORT)   (or any Redis/Valkey client); Ctrl-C stops it"; \
+	echo "emq: watch a queue with  target/release/emq -p $(PORT) top <prefix>"; \
 	exec "$$server" --port $(PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule "$(MODULE)"
 
@@ -25,7 +26,8 @@ SERVERS ?= valkey9 valkey8 redis7
 # Unit tests (pure logic, no server), then the integration tests against
 # Valkey 9.1, Valkey 8.1 and Redis 7.0.
 test: build
-	cargo test --release --locked --lib
+	@scripts/deps.sh tmux
+	cargo test --release --locked --lib --bins
 	@for s in $(SERVERS); do \
 	  server=$$(scripts/servers.sh $$s) || exit 1; \
 	  echo "== integration tests on $$s ($$server)"; \

@@ -1,7 +1,7 @@
 //! The command table: name, handler, flags, arity and the documentation that
 //! `COMMAND INFO` / `COMMAND DOCS` show. `lib.rs` registers what is here.
 
-use crate::commands::{claim, dead, lanes, lifecycle, operate, Handler};
+use crate::commands::{claim, dead, lanes, lifecycle, operate, repair, Handler};
 
 /// How an argument is documented (`REDISMODULE_ARG_TYPE_*`).
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +86,16 @@ const DELIVERIES_VALUE: &[ArgDoc] = &[
     ArgDoc {
         token: Some("NONE"),
         ..arg("none", Kind::Token)
+    },
+];
+const REPAIR_LANES: &[ArgDoc] = &[
+    LANE,
+    ArgDoc {
+        token: Some("LANES"),
+        ..arg(
+            "batch",
+            Kind::Block(&[arg("numlanes", Kind::Int), many("lane", Kind::Str)]),
+        )
     },
 ];
 const BLOCK: ArgDoc = ArgDoc {
@@ -319,14 +329,14 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.repair",
-        handler: operate::repair,
+        handler: repair::repair,
         flags: "write",
         arity: -3,
-        summary: "Re-derives a lane's ring membership and active count from its pending set and the lease records naming it; removes its records that have no lease.",
-        complexity: "O(J + R) for J lease records of the queue and a ring of R lanes.",
+        summary: "Re-derives lanes' ring membership and active counts from their pending sets and the lease records naming them; removes their records that have no lease.",
+        complexity: "O(R + J + N) for a ring of R lanes, J lease records and N lanes repaired.",
         args: &[
             PREFIX,
-            LANE,
+            arg("lanes", Kind::OneOf(REPAIR_LANES)),
             ArgDoc {
                 token: Some("DRYRUN"),
                 optional: true,
@@ -334,8 +344,7 @@ pub const COMMANDS: &[CommandDoc] = &[
             },
         ],
         readonly: false,
-        // HSCAN's order and the ring's state make it read first; replicated
-        // as its effects.
+        // It reads the ring and the records first; replicated as effects.
         deterministic: false,
         internal: false,
     },

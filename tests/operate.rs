@@ -18,13 +18,6 @@ fn fields(r: &Reply) -> BTreeMap<String, Value> {
     items.chunks(2).map(|kv| (text(&kv[0]), kv[1].clone())).collect()
 }
 
-fn int(c: &mut redis::Connection, args: &[&str]) -> i64 {
-    match cmd(c, args).value() {
-        Value::Int(n) => *n,
-        other => panic!("{args:?}: {other:?}"),
-    }
-}
-
 fn now_ms(c: &mut redis::Connection) -> i64 {
     let (s, us): (i64, i64) = redis::cmd("TIME").query(c).unwrap();
     s * 1000 + us / 1000
@@ -73,15 +66,15 @@ fn queue_figures_match_a_known_keyspace() {
     let leases = format!("{p}leases");
     assert_eq!(
         q["ringed"],
-        Value::Int(int(&mut c, &["LLEN", &format!("{p}gring")]))
+        Value::Int(int_reply(&mut c, &["LLEN", &format!("{p}gring")]))
     );
     assert_eq!(q["paused"], Value::Int(2));
     assert_eq!(q["leased"], Value::Int(3));
-    assert_eq!(q["leased"], Value::Int(int(&mut c, &["ZCARD", &leases])));
+    assert_eq!(q["leased"], Value::Int(int_reply(&mut c, &["ZCARD", &leases])));
     assert_eq!(q["expired"], Value::Int(1));
     assert_eq!(
         q["expired"],
-        Value::Int(int(&mut c, &["ZCOUNT", &leases, "-inf", &now.to_string()]))
+        Value::Int(int_reply(&mut c, &["ZCOUNT", &leases, "-inf", &now.to_string()]))
     );
     let first: Vec<(String, i64)> = redis::cmd("ZRANGE")
         .arg(&leases)
@@ -299,15 +292,33 @@ fn check(c: &mut redis::Connection, p: &str, alive: &BTreeSet<String>) -> Result
     check_invariants(&snapshot(c, p), alive, &BTreeSet::new())
 }
 
-/// What `emq repair` does: every lane LANES returns, repaired.
+/// What `emq repair` does: every lane LANES returns, repaired in batches
+/// (`EMQ.REPAIR P LANES n lane…`). Returns how many changed.
 fn repair_all(c: &mut redis::Connection, p: &str) -> usize {
     // A lane may be returned more than once, as SCAN returns a key.
-    let lanes: BTreeSet<String> = all_lanes(c, p, 10).0.into_iter().collect();
+    let lanes: Vec<String> = all_lanes(c, p, 10)
+        .0
+        .into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut changed = 0;
-    for lane in lanes {
-        let r = fields(&cmd(c, &["EMQ.REPAIR", p, &lane]));
-        if r["changed"] == Value::Int(1) {
-            changed += 1;
+    for batch in lanes.chunks(3) {
+        let n = batch.len().to_string();
+        let mut args = vec!["EMQ.REPAIR", p, "LANES", &n];
+        args.extend(batch.iter().map(String::as_str));
+        let r = cmd(c, &args);
+        let Value::Array(replies) = r.value() else {
+            panic!("{r:?}")
+        };
+        assert_eq!(replies.len(), batch.len(), "one reply per lane");
+        for one in replies {
+            let Value::Array(flat) = one else { panic!("{r:?}") };
+            let fields: BTreeMap<String, Value> =
+                flat.chunks(2).map(|kv| (text(&kv[0]), kv[1].clone())).collect();
+            if fields["changed"] == Value::Int(1) {
+                changed += 1;
+            }
         }
     }
     changed
@@ -420,7 +431,7 @@ fn repair_mends_each_kind_of_outside_damage() {
         damage(&mut c, p);
         assert!(check(&mut c, p, &alive).is_err(), "{what}: the damage shows");
 
-        // A dry run reports the change and writes nothing.
+        // A dry run (one lane per call) reports the change and writes nothing.
         let before = snapshot(&mut c, p);
         let lanes: BTreeSet<String> = all_lanes(&mut c, p, 10).0.into_iter().collect();
         let dry: usize = lanes
@@ -437,7 +448,11 @@ fn repair_mends_each_kind_of_outside_damage() {
 
         // The orphans' job ids can be enqueued again.
         if what.starts_with("orphan") {
-            assert_eq!(int(&mut c, &["EMQ.ENQUEUE", p, "d", "9", "o3"]), 1, "{what}");
+            assert_eq!(
+                int_reply(&mut c, &["EMQ.ENQUEUE", p, "d", "9", "o3"]),
+                1,
+                "{what}"
+            );
             let _: () = redis::cmd("ZREM")
                 .arg(format!("{p}g:d:pending"))
                 .arg("o3")
@@ -460,19 +475,19 @@ fn repair_mends_each_kind_of_outside_damage() {
             .into_iter()
             .collect();
         for job in recs.keys() {
-            let n = int(&mut c, &["EMQ.ACK", p, &tokens[job].to_string(), job]);
+            let n = int_reply(&mut c, &["EMQ.ACK", p, &tokens[job].to_string(), job]);
             assert_eq!(n, 1, "{what}: ack {job}");
         }
         let waiting: BTreeSet<String> = ["a", "b", "c", "d"]
             .iter()
-            .filter(|l| int(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]) > 0)
+            .filter(|l| int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]) > 0)
             .map(|l| l.to_string())
             .collect();
         let served = drain(&mut c, p);
         assert_eq!(served, waiting, "{what}: the claims serve every lane with jobs");
         for l in ["a", "b", "c", "d"] {
             assert_eq!(
-                int(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]),
+                int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]),
                 0,
                 "{what}: {l} drained"
             );
@@ -504,7 +519,10 @@ fn repair_reports_what_it_changed() {
     assert_eq!(r["dry_run"], Value::Int(0));
     assert_eq!(ring(&mut c, p), vec!["a"]);
     // The real lease is kept and still acks.
-    assert_eq!(int(&mut c, &["EMQ.ACK", p, &token.to_string(), &jobs[0]]), 1);
+    assert_eq!(
+        int_reply(&mut c, &["EMQ.ACK", p, &token.to_string(), &jobs[0]]),
+        1
+    );
     // A lane of nothing: nothing to change, no active field.
     let r = fields(&cmd(&mut c, &["EMQ.REPAIR", p, "nobody"]));
     assert_eq!(r["changed"], Value::Int(0));
@@ -513,7 +531,12 @@ fn repair_reports_what_it_changed() {
     for (args, want) in [
         (vec!["EMQ.REPAIR", p, ""], "lane"),
         (vec!["EMQ.REPAIR", p, "a", "NOW"], "syntax"),
-        (vec!["EMQ.REPAIR", p, "a", "DRYRUN", "x"], "arguments"),
+        (vec!["EMQ.REPAIR", p, "a", "DRYRUN", "x"], "syntax"),
+        (vec!["EMQ.REPAIR", p, "a", "b"], "syntax"),
+        (vec!["EMQ.REPAIR", p, "LANES", "3", "a", "b"], "numlanes"),
+        (vec!["EMQ.REPAIR", p, "LANES", "0", "a"], "numlanes"),
+        (vec!["EMQ.REPAIR", p, "LANES", "1", "a", "b"], "syntax"),
+        (vec!["EMQ.REPAIR", p, "LANES", "2", "a", ""], "lane"),
     ] {
         let r = cmd(&mut c, &args);
         assert!(
@@ -521,6 +544,39 @@ fn repair_reports_what_it_changed() {
             "{args:?}: {r:?}"
         );
     }
+    // The batch form: a map per distinct lane, in order; a lane named
+    // LANES or DRYRUN is still a lane in the one-lane form.
+    let _: () = redis::cmd("RPUSH")
+        .arg(format!("{p}gring"))
+        .arg("ghost")
+        .query(&mut c)
+        .unwrap();
+    let r = cmd(
+        &mut c,
+        &["EMQ.REPAIR", p, "LANES", "3", "ghost", "a", "ghost", "DRYRUN"],
+    );
+    let Value::Array(replies) = r.value() else {
+        panic!("{r:?}")
+    };
+    assert_eq!(replies.len(), 2, "{r:?}");
+    let ghost = fields(&Reply::Ok(replies[0].clone()));
+    assert_eq!(
+        (&ghost["changed"], &ghost["ringed_before"], &ghost["dry_run"]),
+        (&Value::Int(1), &Value::Int(1), &Value::Int(1))
+    );
+    assert_eq!(fields(&Reply::Ok(replies[1].clone()))["changed"], Value::Int(0));
+    assert_eq!(ring(&mut c, p), vec!["a", "ghost"], "a dry run");
+    assert_eq!(
+        fields(&cmd(&mut c, &["EMQ.REPAIR", p, "LANES"]))["changed"],
+        Value::Int(0)
+    );
+    assert_eq!(
+        fields(&cmd(&mut c, &["EMQ.REPAIR", p, "DRYRUN", "DRYRUN"]))["dry_run"],
+        Value::Int(1)
+    );
+    cmd(&mut c, &["EMQ.REPAIR", p, "LANES", "1", "ghost"]);
+    assert_eq!(ring(&mut c, p), vec!["a"]);
+
     hset(&mut c, &format!("{p}glimit"), "a", "many");
     hset(&mut c, &format!("{p}gactive"), "a", "7");
     let before = snapshot(&mut c, p);

@@ -7,6 +7,7 @@ pub mod lanes;
 pub mod lifecycle;
 pub mod operate;
 pub mod release;
+pub mod repair;
 
 use crate::catalog::CommandDoc;
 use crate::config;

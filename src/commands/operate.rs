@@ -1,14 +1,13 @@
-//! Operating a queue: EMQ.QUEUE (the queue at a glance), EMQ.LANES (every
-//! lane, as SCAN iterates keys), EMQ.REPAIR (one lane's bookkeeping
-//! re-derived from its pending set and the lease records that name it).
+//! Seeing a queue: EMQ.QUEUE (the queue at a glance) and EMQ.LANES (every
+//! lane, as SCAN iterates keys). Mending it is `repair.rs`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::args::{self, Args};
 use crate::errors::{Error, COUNT_RANGE};
-use crate::ffi::{Argv, Class, RStr, Reply};
+use crate::ffi::{Argv, RStr, Reply};
 use crate::keys;
-use crate::queue::{stored_int, Queue};
+use crate::queue::Queue;
 use crate::record;
 
 use super::release;
@@ -212,107 +211,6 @@ fn glob_escape(s: &[u8]) -> Vec<u8> {
         out.push(b);
     }
     out
-}
-
-/// `EMQ.REPAIR P lane [DRYRUN]`: re-derives the lane's bookkeeping from its
-/// pending set and the lease records that name it — its active count (the
-/// records with a lease), the records with no lease (removed), and its ring
-/// membership (exactly once when serviceable, else not at all). Reply: what
-/// changed (with DRYRUN, what would; nothing is written).
-pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
-    let mut args = Args::new(argv, 2, 3)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
-    let lane = args.lane()?;
-    let dry = match args.left() {
-        0 => false,
-        1 if args::is_keyword(args.arg()?.bytes(), "DRYRUN") => true,
-        _ => return Err(Error::Syntax),
-    };
-    let q = Queue::new(call, prefix);
-    let ctx = call.ctx;
-    // ---- read: the records naming the lane (a read-only scan), then the
-    // keys a repair writes ----
-    let jlease_name = ctx.key_name(&[prefix.bytes(), keys::JLEASE]);
-    ctx.check_key(jlease_name.as_arg())?;
-    // HSCAN may return a field twice (a rehash between steps).
-    let mut records = Vec::new();
-    let mut seen = HashSet::new();
-    let mut cursor = 0;
-    loop {
-        let (next, items) = ctx.scan_step(c"HSCAN", Some(jlease_name.as_arg()), cursor, None, 1000)?;
-        for pair in items.chunks(2) {
-            if let [job, rec] = pair {
-                let names_lane = record::parse(rec.bytes()).is_some_and(|r| r.lane == lane.bytes());
-                if names_lane && seen.insert(job.bytes().to_vec()) {
-                    records.push(ctx.string(job.bytes()));
-                }
-            }
-        }
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    let leases = q.leases()?;
-    let (live, orphans): (Vec<RStr>, Vec<RStr>) = records
-        .into_iter()
-        .partition(|job| leases.zset_score(job.as_arg()).is_some());
-    let active = q.active()?;
-    let active_before = active.hash_get(lane);
-    let active_after = live.len() as i64;
-    let limit = stored_int(q.limits()?, lane, "limit of lane")?;
-    let paused = q.is_paused(lane)?;
-    let depth = q.pending_zset(lane.bytes())?.len();
-    let serviceable = depth > 0 && !paused && limit.is_none_or(|l| active_after < l);
-    let ring = q.ring()?;
-    let ringed_before = ring.list_positions(lane.bytes()).len();
-    let ringed_after = usize::from(serviceable);
-    // Stored as HINCRBY would leave it: the integer, or no field at 0.
-    let active_wanted = (active_after > 0).then(|| active_after.to_string());
-    let active_changes =
-        active_before.as_ref().map(RStr::bytes) != active_wanted.as_deref().map(str::as_bytes);
-    let jlease = q.jlease()?;
-
-    // ---- write ----
-    if !dry {
-        if !orphans.is_empty() {
-            let mut hdel = vec![jlease.name()];
-            for job in &orphans {
-                jlease.hash_del(job.as_arg());
-                hdel.push(job.as_arg());
-            }
-            jlease.notify(Class::Hash, c"hdel");
-            call.repl.effect(c"HDEL", &hdel);
-        }
-        if active_changes {
-            if active_after > 0 {
-                let n = ctx.string_from_i64(active_after);
-                active.hash_set(lane, n.as_arg());
-                active.notify(Class::Hash, c"hset");
-                call.repl.effect(c"HSET", &[active.name(), lane, n.as_arg()]);
-            } else {
-                active.hash_del(lane);
-                active.notify(Class::Hash, c"hdel");
-                call.repl.effect(c"HDEL", &[active.name(), lane]);
-            }
-        }
-        if ringed_before != ringed_after {
-            q.ring_remove(ring, lane);
-            if serviceable {
-                q.follow(lane, crate::schedule::RingChange::Join)?;
-            }
-        }
-    }
-    let changed = !orphans.is_empty() || active_changes || ringed_before != ringed_after;
-    Ok(Reply::Map(vec![
-        ("changed", Reply::Int(i64::from(changed))),
-        ("ringed_before", Reply::Int(ringed_before as i64)),
-        ("ringed_after", Reply::Int(ringed_after as i64)),
-        ("active_before", active_before.map_or(Reply::Null, Reply::Owned)),
-        ("active_after", Reply::Int(active_after)),
-        ("orphan_records_removed", Reply::Int(orphans.len() as i64)),
-        ("dry_run", Reply::Int(i64::from(dry))),
-    ]))
 }
 
 #[cfg(test)]

@@ -871,6 +871,14 @@ pub fn over_seeds<T>(
     seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).collect()
 }
 
+/// A command whose reply is an integer.
+pub fn int_reply(c: &mut redis::Connection, args: &[&str]) -> i64 {
+    match cmd(c, args).value() {
+        Value::Int(n) => *n,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
 /// `LRANGE P gring 0 -1`.
 pub fn ring(c: &mut redis::Connection, p: &str) -> Vec<String> {
     redis::cmd("LRANGE")

@@ -1,0 +1,136 @@
+//! What `emq` reads from the server: the lanes (EMQ.LANES, paged), each
+//! lane's row (pipelined core reads, a page at a time), the queue's totals
+//! (EMQ.QUEUE), the server's clock and claim counter.
+
+use std::collections::{BTreeSet, HashMap};
+
+use redis::{Connection, RedisResult, Value};
+
+use crate::view::{LaneRow, Totals};
+
+/// Lanes per pipelined page: bounded replies, few round trips.
+const PAGE: usize = 1_000;
+
+/// Every lane of the queue (EMQ.LANES from cursor 0 to 0), each once, by
+/// name.
+pub fn lanes(c: &mut Connection, p: &str) -> RedisResult<Vec<Vec<u8>>> {
+    let mut cursor = "0".to_string();
+    let mut seen = BTreeSet::new();
+    loop {
+        let (next, batch): (String, Vec<Vec<u8>>) = redis::cmd("EMQ.LANES")
+            .arg(p)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(PAGE)
+            .query(c)?;
+        seen.extend(batch);
+        if next == "0" {
+            return Ok(seen.into_iter().collect());
+        }
+        cursor = next;
+    }
+}
+
+/// How many times the ring holds each lane (read in pages).
+fn ring_counts(c: &mut Connection, p: &str) -> RedisResult<HashMap<Vec<u8>, usize>> {
+    let ring = format!("{p}gring");
+    let mut counts = HashMap::new();
+    let mut start = 0;
+    loop {
+        let page: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(&ring)
+            .arg(start)
+            .arg(start + 10 * PAGE as i64 - 1)
+            .query(c)?;
+        let n = page.len();
+        for lane in page {
+            *counts.entry(lane).or_insert(0) += 1;
+        }
+        if n < 10 * PAGE {
+            return Ok(counts);
+        }
+        start += n as i64;
+    }
+}
+
+/// Each lane's row: depth, active, limit, weight, paused, ringed. Plain
+/// reads of the keys SPEC section 1 names, so that the row shows what is
+/// stored, damaged values included.
+pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<LaneRow>> {
+    let ring = ring_counts(c, p)?;
+    let mut out = Vec::with_capacity(lanes.len());
+    for page in lanes.chunks(PAGE) {
+        let mut pipe = redis::pipe();
+        for lane in page {
+            let mut pending = p.as_bytes().to_vec();
+            pending.extend_from_slice(b"g:");
+            pending.extend_from_slice(lane);
+            pending.extend_from_slice(b":pending");
+            pipe.cmd("ZCARD").arg(pending);
+            for hash in ["gactive", "glimit", "gweight"] {
+                pipe.cmd("HGET").arg(format!("{p}{hash}")).arg(lane);
+            }
+            pipe.cmd("SISMEMBER").arg(format!("{p}gpaused")).arg(lane);
+        }
+        let replies: Vec<Value> = pipe.query(c)?;
+        for (lane, r) in page.iter().zip(replies.chunks(5)) {
+            out.push(LaneRow {
+                lane: String::from_utf8_lossy(lane).into_owned(),
+                depth: redis::from_redis_value(r[0].clone())?,
+                active: redis::from_redis_value(r[1].clone())?,
+                limit: redis::from_redis_value(r[2].clone())?,
+                weight: redis::from_redis_value(r[3].clone())?,
+                paused: redis::from_redis_value(r[4].clone())?,
+                ringed: ring.get(lane).copied().unwrap_or(0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `EMQ.QUEUE`'s figures (a flat field/value array over RESP2).
+pub fn totals(c: &mut Connection, p: &str) -> RedisResult<Totals> {
+    let flat: Vec<Value> = redis::cmd("EMQ.QUEUE").arg(p).query(c)?;
+    let mut t = Totals::default();
+    for kv in flat.chunks(2) {
+        let [name, value] = kv else { break };
+        let name: String = redis::from_redis_value(name.clone())?;
+        let value: Option<i64> = redis::from_redis_value(value.clone())?;
+        let v = value.unwrap_or(0);
+        match name.as_str() {
+            "ringed" => t.ringed = v,
+            "paused" => t.paused = v,
+            "leased" => t.leased = v,
+            "expired" => t.expired = v,
+            "next_deadline" => t.next_deadline = value,
+            "dead" => t.dead = v,
+            "max_deliveries" => t.max_deliveries = value,
+            _ => {}
+        }
+    }
+    Ok(t)
+}
+
+/// The server's clock in ms (deadlines are on it, not on this machine's).
+pub fn server_ms(c: &mut Connection) -> RedisResult<i64> {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query(c)?;
+    Ok(s * 1000 + us / 1000)
+}
+
+/// `emq_jobs_claimed` from `INFO emq`: every job the server's claims leased.
+pub fn jobs_claimed(c: &mut Connection) -> RedisResult<Option<u64>> {
+    let info: String = redis::cmd("INFO").arg("emq").query(c)?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("emq_jobs_claimed:"))
+        .and_then(|v| v.trim().parse().ok()))
+}
+
+/// A field of a flat field/value reply (RESP2's form of a map).
+pub fn field(flat: &[Value], name: &str) -> Option<Value> {
+    flat.chunks(2).find_map(|kv| match kv {
+        [Value::BulkString(n), v] if n == name.as_bytes() => Some(v.clone()),
+        [Value::SimpleString(n), v] if n == name => Some(v.clone()),
+        _ => None,
+    })
+}

@@ -1,0 +1,265 @@
+//! What `emq` prints, from figures already read: pure functions, tested
+//! without a server.
+
+use std::fmt::Write;
+
+/// One lane's row. Stored values are shown as stored (a damaged one too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneRow {
+    pub lane: String,
+    pub depth: u64,
+    pub active: Option<String>,
+    pub limit: Option<String>,
+    pub weight: Option<String>,
+    pub paused: bool,
+    /// How many times the ring holds the lane (1 when healthy and
+    /// serviceable; 2 or more only after outside damage).
+    pub ringed: usize,
+}
+
+/// `EMQ.QUEUE`'s figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub ringed: i64,
+    pub paused: i64,
+    pub leased: i64,
+    pub expired: i64,
+    pub next_deadline: Option<i64>,
+    pub dead: i64,
+    pub max_deliveries: Option<i64>,
+}
+
+/// Deepest first; ties by name, so that a refresh does not reorder them.
+pub fn sort_by_depth(rows: &mut [LaneRow]) {
+    rows.sort_by(|a, b| b.depth.cmp(&a.depth).then_with(|| a.lane.cmp(&b.lane)));
+}
+
+/// `12345678` as `12,345,678`.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A duration in ms as `850ms`, `12.3s`, `4m05s`, `3h12m`, `2d04h`.
+pub fn duration(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    let s = ms / 1000;
+    let body = if ms < 1000 {
+        format!("{ms}ms")
+    } else if s < 60 {
+        format!("{}.{}s", s, (ms % 1000) / 100)
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else if s < 86_400 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600)
+    };
+    format!("{sign}{body}")
+}
+
+/// `name` cut to `width` characters, with `…` when cut.
+fn fit(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_string();
+    }
+    let mut out: String = name.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+const HEADER: [&str; 6] = ["DEPTH", "ACTIVE/LIMIT", "WEIGHT", "PAUSED", "RINGED", "LANE"];
+
+/// The lanes table: a header and one line per row (the lane name last, so
+/// that a long one costs only its own column).
+pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
+    let numbers = |r: &LaneRow| {
+        [
+            thousands(r.depth as i64),
+            format!(
+                "{}/{}",
+                r.active.as_deref().unwrap_or("0"),
+                r.limit.as_deref().unwrap_or("-")
+            ),
+            r.weight.clone().unwrap_or_else(|| "1".into()),
+            if r.paused { "yes" } else { "no" }.into(),
+            match r.ringed {
+                0 => "no".to_string(),
+                1 => "yes".to_string(),
+                n => format!("{n}x"),
+            },
+        ]
+    };
+    let cells: Vec<[String; 5]> = rows.iter().map(numbers).collect();
+    let mut w = [0; 5];
+    for (i, h) in HEADER[..5].iter().enumerate() {
+        w[i] = cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(h.len());
+    }
+    let used: usize = w.iter().map(|x| x + 2).sum();
+    let name_width = width.saturating_sub(used).max(8);
+    let line = |c: [&str; 5], name: &str| {
+        let mut s = String::new();
+        for (i, cell) in c.iter().enumerate() {
+            let _ = write!(s, "{cell:>w$}  ", w = w[i]);
+        }
+        s.push_str(&fit(name, name_width));
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(
+        [HEADER[0], HEADER[1], HEADER[2], HEADER[3], HEADER[4]],
+        HEADER[5],
+    )];
+    for (row, c) in rows.iter().zip(&cells) {
+        out.push(line([&c[0], &c[1], &c[2], &c[3], &c[4]], &row.lane));
+    }
+    out
+}
+
+/// The queue's figures in two lines. `now` is the server's clock (ms);
+/// `rate` the jobs claimed per second on the server since the last frame.
+pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Vec<String> {
+    let next = match t.next_deadline {
+        Some(d) if d <= now => format!("expired {} ago", duration(now - d)),
+        Some(d) => format!("in {}", duration(d - now)),
+        None => "none".into(),
+    };
+    vec![
+        format!(
+            "lanes {}   ringed {}   paused {}   leased {}   expired {}   dead {}   max-deliveries {}",
+            thousands(lanes as i64),
+            thousands(t.ringed),
+            thousands(t.paused),
+            thousands(t.leased),
+            thousands(t.expired),
+            thousands(t.dead),
+            t.max_deliveries.map_or("none".into(), thousands),
+        ),
+        format!(
+            "server: {} jobs/s claimed   next lease deadline {}",
+            rate.map_or("-".into(), |r| thousands(r.round() as i64)),
+            next
+        ),
+    ]
+}
+
+/// One frame of `emq top` for a terminal of `height` × `width`: title,
+/// totals, the deepest lanes that fit, and how many did not.
+pub fn top_frame(
+    title: &str,
+    rows: &[LaneRow],
+    totals: &Totals,
+    now: i64,
+    rate: Option<f64>,
+    height: usize,
+    width: usize,
+) -> Vec<String> {
+    let mut out = vec![fit(title, width), String::new()];
+    out.extend(totals_lines(rows.len(), totals, now, rate));
+    out.push(String::new());
+    // Title, blank, two totals, blank, header, the "more" line.
+    let room = height.saturating_sub(7).max(1);
+    let shown = rows.len().min(room);
+    out.extend(lanes_table(&rows[..shown], width));
+    if rows.len() > shown {
+        out.push(format!(
+            "… {} more lanes (deepest first)",
+            thousands((rows.len() - shown) as i64)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(lane: &str, depth: u64) -> LaneRow {
+        LaneRow {
+            lane: lane.into(),
+            depth,
+            active: None,
+            limit: None,
+            weight: None,
+            paused: false,
+            ringed: 1,
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(-1234567), "-1,234,567");
+        assert_eq!(duration(850), "850ms");
+        assert_eq!(duration(12_345), "12.3s");
+        assert_eq!(duration(245_000), "4m05s");
+        assert_eq!(duration(3 * 3_600_000 + 12 * 60_000), "3h12m");
+        assert_eq!(duration(-1500), "-1.5s");
+    }
+
+    #[test]
+    fn deepest_first_then_by_name() {
+        let mut rows = vec![row("b", 1), row("a", 1), row("c", 9)];
+        sort_by_depth(&mut rows);
+        let names: Vec<&str> = rows.iter().map(|r| r.lane.as_str()).collect();
+        assert_eq!(names, ["c", "a", "b"]);
+    }
+
+    #[test]
+    fn a_table_shows_stored_values_and_defaults() {
+        let mut r = row("tenant-with-a-long-name", 12_004);
+        r.active = Some("3".into());
+        r.limit = Some("4".into());
+        r.paused = true;
+        r.ringed = 2;
+        let mut damaged = row("x", 0);
+        damaged.weight = Some("abc".into());
+        damaged.ringed = 0;
+        let t = lanes_table(&[r, damaged], 60);
+        assert_eq!(t[0], " DEPTH  ACTIVE/LIMIT  WEIGHT  PAUSED  RINGED  LANE");
+        assert_eq!(
+            t[1],
+            "12,004           3/4       1     yes      2x  tenant-with-a…"
+        );
+        assert_eq!(t[2], "     0           0/-     abc      no      no  x");
+    }
+
+    #[test]
+    fn a_frame_fits_the_terminal_and_says_what_it_left_out() {
+        let rows: Vec<LaneRow> = (0..100).map(|i| row(&format!("l{i}"), 100 - i)).collect();
+        let t = Totals {
+            leased: 5,
+            next_deadline: Some(10_500),
+            ..Totals::default()
+        };
+        let f = top_frame("emq top", &rows, &t, 10_000, Some(1234.4), 20, 80);
+        assert_eq!(f.len(), 20);
+        assert!(f[2].starts_with("lanes 100   ringed 0"), "{}", f[2]);
+        assert_eq!(
+            f[3],
+            "server: 1,234 jobs/s claimed   next lease deadline in 500ms"
+        );
+        assert!(f[6].ends_with("l0") && f[6].contains("100"), "{}", f[6]);
+        assert_eq!(f[19], "… 87 more lanes (deepest first)");
+        let all = top_frame("emq top", &rows[..3], &t, 11_000, None, 20, 80);
+        assert_eq!(all.len(), 9, "no 'more' line when every lane fits");
+        assert!(all[3].contains("- jobs/s") && all[3].contains("expired 500ms ago"));
+    }
+}

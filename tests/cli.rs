@@ -1,0 +1,371 @@
+//! The `emq` tool against a real server, as a person uses it: each
+//! subcommand's output checked against the keyspace, the connection options
+//! valkey-cli users expect, and `emq top` in a real terminal (tmux: started,
+//! read with capture-pane, changed under it, stopped with Ctrl-C).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+
+fn emq(server: &Server, args: &[&str]) -> Output {
+    let port = server.port.to_string();
+    let mut all = vec!["-p", &port];
+    all.extend(args);
+    Command::new(EMQ).args(&all).output().expect("run emq")
+}
+
+fn stdout_ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "emq failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// A queue with lanes in every state: deep, weighted, at a ceiling, paused,
+/// with leases.
+fn populate(c: &mut redis::Connection, p: &str) {
+    for (lane, depth) in [("deep", 40), ("mid", 12), ("capped", 6), ("held", 5), ("w3", 9)] {
+        let mut args = vec!["EMQ.ENQUEUE".to_string(), p.into(), lane.into()];
+        for i in 0..depth {
+            args.extend([i.to_string(), format!("{lane}-{i}")]);
+        }
+        cmd(c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    cmd(c, &["EMQ.WEIGHT", p, "w3", "3"]);
+    cmd(c, &["EMQ.LIMIT", p, "capped", "1"]);
+    cmd(c, &["EMQ.PAUSE", p, "held"]);
+    for _ in 0..4 {
+        cmd(c, &["EMQ.WCLAIM", p, "600000"]).claim().expect("a claim");
+    }
+}
+
+/// A table row: depth, active/limit, weight, paused, ringed, by lane.
+fn table(text: &str) -> BTreeMap<String, Vec<String>> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("DEPTH"))
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|cols| cols.len() == 6 && cols[0].replace(',', "").parse::<u64>().is_ok())
+        .map(|cols| (cols[5].clone(), cols[..5].to_vec()))
+        .collect()
+}
+
+/// Each row agrees with the keyspace, read with core commands.
+fn rows_match_keyspace(c: &mut redis::Connection, p: &str, rows: &BTreeMap<String, Vec<String>>) {
+    let ring = ring(c, p);
+    for (lane, cols) in rows {
+        let depth = int_reply(c, &["ZCARD", &format!("{p}g:{lane}:pending")]);
+        assert_eq!(cols[0].replace(',', ""), depth.to_string(), "{lane} depth");
+        let hget = |c: &mut redis::Connection, h: &str| -> Option<String> {
+            redis::cmd("HGET")
+                .arg(format!("{p}{h}"))
+                .arg(lane)
+                .query(c)
+                .unwrap()
+        };
+        let active = hget(c, "gactive").unwrap_or("0".into());
+        let limit = hget(c, "glimit").unwrap_or("-".into());
+        assert_eq!(cols[1], format!("{active}/{limit}"), "{lane} active/limit");
+        assert_eq!(cols[2], hget(c, "gweight").unwrap_or("1".into()), "{lane} weight");
+        let paused = int_reply(c, &["SISMEMBER", &format!("{p}gpaused"), lane]) == 1;
+        assert_eq!(cols[3], if paused { "yes" } else { "no" }, "{lane} paused");
+        let ringed = ring.iter().any(|l| l == lane);
+        assert_eq!(cols[4], if ringed { "yes" } else { "no" }, "{lane} ringed");
+    }
+}
+
+#[test]
+fn lanes_shows_every_lane_as_the_keyspace_holds_it_deepest_first() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    populate(&mut c, p);
+    let out = stdout_ok(&emq(&server, &["lanes", p]));
+    let rows = table(&out);
+    assert_eq!(rows.len(), 5, "{out}");
+    rows_match_keyspace(&mut c, p, &rows);
+    let order: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert_eq!(order[0], "deep", "deepest first:\n{out}");
+    // An empty queue: just the header.
+    let out = stdout_ok(&emq(&server, &["lanes", "none{o}:"]));
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn top_once_prints_the_totals_emq_queue_reports() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    populate(&mut c, p);
+    let out = stdout_ok(&emq(&server, &["top", "--once", p]));
+    let leased = int_reply(&mut c, &["ZCARD", &format!("{p}leases")]);
+    let ringed = int_reply(&mut c, &["LLEN", &format!("{p}gring")]);
+    let totals = out
+        .lines()
+        .find(|l| l.starts_with("lanes "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        totals.starts_with(&format!(
+            "lanes 5   ringed {ringed}   paused 1   leased {leased}   expired 0   dead 0"
+        )),
+        "{totals}"
+    );
+    assert!(!out.contains('\x1b'), "no escape codes when not on a terminal");
+    rows_match_keyspace(&mut c, p, &table(&out));
+}
+
+#[test]
+fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    populate(&mut c, p);
+    let before = ring(&mut c, p);
+    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{p}gactive"))
+        .arg("mid")
+        .arg("9")
+        .query(&mut c)
+        .unwrap();
+
+    let out = stdout_ok(&emq(&server, &["repair", "--dry-run", p]));
+    assert!(out.contains("mid: ringed 0 -> 1, active 9 -> 1"), "{out}");
+    assert!(out.ends_with("5 lanes checked, would repair 3\n"), "{out}");
+    assert!(ring(&mut c, p).is_empty(), "the dry run wrote");
+
+    let out = stdout_ok(&emq(&server, &["repair", p]));
+    assert!(out.ends_with("5 lanes checked, repaired 3\n"), "{out}");
+    let mut after = ring(&mut c, p);
+    let mut want = before.clone();
+    after.sort();
+    want.sort();
+    assert_eq!(after, want, "the ring holds the serviceable lanes again");
+    let out = stdout_ok(&emq(&server, &["repair", p]));
+    assert!(out.ends_with("5 lanes checked, repaired 0\n"), "{out}");
+}
+
+#[test]
+fn dead_lists_and_revive_brings_back() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "lane-a", "1", "job-1", "2", "job-2"]);
+    cmd(&mut c, &["EMQ.POLICY", p, "max-deliveries", "1"]);
+    let (_, token, jobs) = cmd(&mut c, &["EMQ.CLAIM", p, "60000"]).claim().unwrap();
+    cmd(&mut c, &["EMQ.NACK", p, &token.to_string(), &jobs[0]]);
+    let out = stdout_ok(&emq(&server, &["dead", p]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let cols: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(&cols[..2], ["job-1", "lane-a"], "{out}");
+    assert!(cols[2].ends_with("ms") || cols[2].ends_with('s'), "{out}");
+    assert_eq!(cols[3], "ago");
+
+    let out = stdout_ok(&emq(&server, &["revive", p, "job-1", "nobody"]));
+    assert_eq!(out, "revived 1 of 2 jobs\n");
+    assert_eq!(int_reply(&mut c, &["ZCARD", &format!("{p}g:lane-a:pending")]), 2);
+    assert_eq!(stdout_ok(&emq(&server, &["dead", p])).lines().count(), 1);
+}
+
+#[test]
+fn it_connects_as_valkey_cli_does_and_fails_plainly() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "op", "on", ">s3cret", "~*", "+@all"])
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+    cmd(&mut c, &["EMQ.ENQUEUE", "q:", "in-db-3", "1", "j"]);
+    let port = server.port.to_string();
+    let uri = format!("redis://op:s3cret@127.0.0.1:{port}/3");
+    for args in [
+        vec![
+            "-p", &port, "--user", "op", "-a", "s3cret", "-n", "3", "lanes", "q:",
+        ],
+        vec!["-u", &uri, "lanes", "q:"],
+        vec!["lanes", "q:", "-h", "127.0.0.1", "-p", &port, "--db", "3"],
+    ] {
+        let out = Command::new(EMQ).args(&args).output().unwrap();
+        assert!(stdout_ok(&out).contains("in-db-3"), "{args:?}");
+    }
+    // Database 0 holds no such lane.
+    let out = Command::new(EMQ)
+        .args(["-p", &port, "lanes", "q:"])
+        .output()
+        .unwrap();
+    assert!(!stdout_ok(&out).contains("in-db-3"));
+
+    for (args, want) in [
+        (
+            vec!["-p", &port, "--user", "op", "-a", "wrong", "lanes", "q:"],
+            "Password authentication failed",
+        ),
+        (vec!["-p", "1", "lanes", "q:"], "cannot connect to 127.0.0.1:1"),
+        (
+            vec!["-p", &port, "lanes", ""],
+            "emq: ERR the prefix must not be empty",
+        ),
+        (vec!["-p", &port, "top", "q:", "-i", "0"], "interval"),
+        (vec!["-p", &port, "revive", "q:"], "<JOBS>"),
+        (vec!["-p", &port, "frobnicate"], "unrecognized subcommand"),
+    ] {
+        let out = Command::new(EMQ).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// A tmux server of its own, killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        let found = Command::new("tmux").arg("-V").output();
+        assert!(
+            found.is_ok_and(|o| o.status.success()),
+            "tmux is missing: `make test` installs it (scripts/deps.sh tmux)"
+        );
+        Tmux {
+            socket: format!("emq-test-{}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "top"])
+    }
+
+    /// Waits until the screen satisfies `ok`; returns it.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+#[test]
+fn top_runs_in_a_real_terminal_and_follows_the_queue() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    populate(&mut c, p);
+    let tmux = Tmux::new();
+    // A shell in a 100 × 16 terminal; emq typed into it, as a person would.
+    tmux.run(&["new-session", "-d", "-s", "top", "-x", "100", "-y", "16", "sh"]);
+    tmux.run(&["send-keys", "-t", "top", "echo before-top", "Enter"]);
+    tmux.wait("the shell", |s| s.lines().any(|l| l == "before-top"));
+    let line = format!("{EMQ} -p {} top -i 0.2 '{p}'", server.port);
+    tmux.run(&["send-keys", "-t", "top", &line, "Enter"]);
+    let screen = tmux.wait("the first frame", |s| s.contains("DEPTH") && s.contains("deep"));
+    assert!(screen.starts_with(&format!("emq top {p}")), "{screen}");
+    rows_match_keyspace(&mut c, p, &table(&screen));
+
+    // The queue changes under it: a new deep lane, claims served.
+    let mut args = vec!["EMQ.ENQUEUE".to_string(), p.into(), "burst".into()];
+    for i in 0..300 {
+        args.extend([i.to_string(), format!("b{i}")]);
+    }
+    cmd(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let screen = tmux.wait("the new lane on top", |s| {
+        table(s).get("burst").is_some_and(|r| r[0] == "300")
+    });
+    let first_row = screen
+        .lines()
+        .skip_while(|l| !l.contains("DEPTH"))
+        .nth(1)
+        .unwrap();
+    assert!(first_row.ends_with("burst"), "deepest first:\n{screen}");
+    let stop = Instant::now() + Duration::from_secs(20);
+    let screen = loop {
+        // Claims keep coming until a frame has seen them.
+        cmd(&mut c, &["EMQ.WCLAIM", p, "600000"]);
+        let s = tmux.screen();
+        let rate = s
+            .lines()
+            .find_map(|l| l.strip_prefix("server: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.replace(',', "").parse::<u64>().ok());
+        if rate.is_some_and(|r| r > 0) {
+            break s;
+        }
+        assert!(Instant::now() < stop, "no jobs/s shown:\n{s}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(screen.contains("jobs/s claimed"), "{screen}");
+    // The frame fits the terminal and says how many lanes it left out.
+    assert!(screen.lines().count() <= 16, "{screen}");
+    assert!(
+        screen.contains("… 1 more lanes") || table(&screen).len() == 6,
+        "{screen}"
+    );
+    // A frame drawn after the last claim: its leased total agrees.
+    let leased = int_reply(&mut c, &["ZCARD", &format!("{p}leases")]);
+    let rows = tmux.wait("a frame after the claims", |s| {
+        s.contains(&format!("leased {leased} ")) && !table(s).is_empty()
+    });
+    rows_match_keyspace(&mut c, p, &table(&rows));
+
+    // Ctrl-C: emq ends and the shell's screen comes back.
+    tmux.run(&["send-keys", "-t", "top", "C-c"]);
+    let screen = tmux.wait("the shell again", |s| {
+        s.contains("before-top") && !s.contains("DEPTH")
+    });
+    assert!(
+        screen.contains("top -i 0.2"),
+        "the typed command is on the restored screen:\n{screen}"
+    );
+    tmux.run(&["send-keys", "-t", "top", "echo exit=$?", "Enter"]);
+    tmux.wait("emq's exit status", |s| s.lines().any(|l| l == "exit=0"));
+}
