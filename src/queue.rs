@@ -142,6 +142,20 @@ impl<'q> Queue<'q> {
         })
     }
 
+    /// The lane's numbers with `limit` for its ceiling (the stored one is
+    /// not read: it is about to be replaced, and may be damaged).
+    pub fn lane_with_limit(&self, lane: Arg, limit: Option<i64>) -> Result<Lane, Error> {
+        let depth = self.pending_zset(lane.bytes())?.len() as u64;
+        let active = stored_int(self.active()?, lane, "active count of lane")?.unwrap_or(0);
+        let paused = self.is_paused(lane)?;
+        Ok(Lane {
+            depth,
+            active,
+            limit,
+            paused,
+        })
+    }
+
     /// Applies a ring transition: `RPUSH` on joining (waking the claims
     /// blocked on the ring), every occurrence removed on leaving (`LREM`).
     pub fn follow(&self, lane: Arg, change: RingChange) -> Result<(), Error> {
@@ -155,6 +169,21 @@ impl<'q> Queue<'q> {
                 self.call.repl.effect(c"RPUSH", &[ring.name(), lane]);
             }
             RingChange::Leave => self.ring_remove(ring, lane),
+        }
+        Ok(())
+    }
+
+    /// The ring holds the lane exactly once if `serviceable`, else not at
+    /// all, whatever it held: for a lane whose earlier state is unknown (a
+    /// damaged value just replaced). Scans the ring.
+    pub fn settle(&self, lane: Arg, serviceable: bool) -> Result<(), Error> {
+        let ring = self.ring()?;
+        if ring.list_positions(lane.bytes()).len() == usize::from(serviceable) {
+            return Ok(());
+        }
+        self.ring_remove(ring, lane);
+        if serviceable {
+            self.follow(lane, RingChange::Join)?;
         }
         Ok(())
     }

@@ -156,6 +156,24 @@ fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
     assert_eq!(after, want, "the ring holds the serviceable lanes again");
     let out = stdout_ok(&emq(&server, &["repair", p]));
     assert!(out.ends_with("5 lanes checked, repaired 0\n"), "{out}");
+
+    // A ceiling that is no number: named, the rest still repaired.
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{p}glimit"))
+        .arg("capped")
+        .arg("lots")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut c).unwrap();
+    let out = stdout_ok(&emq(&server, &["repair", p]));
+    assert!(
+        out.contains(
+            "capped: damaged, left as it is: ERR limit of lane 'capped' in 'q{o}:glimit' is not an integer"
+        ),
+        "{out}"
+    );
+    assert!(out.ends_with("5 lanes checked, repaired 3, 1 damaged beyond repair (set their ceiling with EMQ.LIMIT, or remove the stray key)\n"), "{out}");
+    assert_eq!(ring(&mut c, p).len(), 3);
 }
 
 #[test]

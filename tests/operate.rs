@@ -577,12 +577,78 @@ fn repair_reports_what_it_changed() {
     cmd(&mut c, &["EMQ.REPAIR", p, "LANES", "1", "ghost"]);
     assert_eq!(ring(&mut c, p), vec!["a"]);
 
+    // NOPERM-free damage to one lane's own state is reported, not an error.
     hset(&mut c, &format!("{p}glimit"), "a", "many");
     hset(&mut c, &format!("{p}gactive"), "a", "7");
-    let before = snapshot(&mut c, p);
-    let r = cmd(&mut c, &["EMQ.REPAIR", p, "a"]);
-    assert!(r.err().is_some_and(|e| e.contains("limit")), "{r:?}");
-    assert_eq!(snapshot(&mut c, p), before, "an error changed nothing");
+    let r = fields(&cmd(&mut c, &["EMQ.REPAIR", p, "a"]));
+    assert!(text(&r["damaged"]).contains("limit of lane 'a'"), "{r:?}");
+    assert_eq!(
+        r["active_after"],
+        Value::Int(0),
+        "the active count is still re-derived"
+    );
+    assert_eq!(
+        fields(&cmd(&mut c, &["EMQ.REPAIR", p, "b"]))["damaged"],
+        Value::Nil
+    );
+}
+
+/// A lane whose ceiling or pending key is damaged cannot be judged
+/// serviceable: REPAIR names the damage and leaves its ring membership (as
+/// claims do), repairs the rest of the call's lanes, and EMQ.LIMIT — the
+/// command that sets a ceiling — replaces the damaged one and settles the ring.
+#[test]
+fn damage_repair_cannot_judge_is_named_and_never_stops_the_other_lanes() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "x{o}:";
+    let alive = healthy(&mut c, p);
+    hset(&mut c, &format!("{p}glimit"), "c", "lots");
+    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(format!("{p}g:zz:pending"))
+        .arg("junk")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(format!("{p}gring"))
+        .arg("zz")
+        .query(&mut c)
+        .unwrap();
+    let r = cmd(&mut c, &["EMQ.REPAIR", p, "LANES", "5", "a", "b", "c", "d", "zz"]);
+    let Value::Array(replies) = r.value() else {
+        panic!("{r:?}")
+    };
+    let by_lane: Vec<BTreeMap<String, Value>> =
+        replies.iter().map(|v| fields(&Reply::Ok(v.clone()))).collect();
+    assert!(
+        text(&by_lane[2]["damaged"]).contains("limit of lane 'c'"),
+        "{r:?}"
+    );
+    assert!(text(&by_lane[4]["damaged"]).contains("g:zz:pending"), "{r:?}");
+    for i in [0, 1, 3] {
+        assert_eq!(by_lane[i]["damaged"], Value::Nil, "{r:?}");
+        assert_eq!(by_lane[i]["ringed_after"], Value::Int(1), "{r:?}");
+    }
+    let mut got = ring(&mut c, p);
+    got.sort();
+    assert_eq!(
+        got,
+        vec!["a", "b", "d", "zz"],
+        "c left out, zz left in, the others back"
+    );
+    // The operator mends what REPAIR named: a new ceiling, the stray key.
+    assert_eq!(cmd(&mut c, &["EMQ.LIMIT", p, "c", "5"]).value(), &Value::Okay);
+    assert!(
+        ring(&mut c, p).contains(&"c".to_string()),
+        "LIMIT settled c in the ring"
+    );
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{p}g:zz:pending"))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(repair_all(&mut c, p), 1, "zz leaves the ring");
+    check(&mut c, p, &alive).unwrap();
 }
 
 /// REPAIR's writes reach a replica (one without the module) and an AOF
@@ -632,4 +698,41 @@ fn operating_commands_check_every_key() {
             "{args:?}: {r:?}"
         );
     }
+}
+
+/// EMQ.LIMIT replaces a ceiling that is no number (the fix REPAIR points
+/// to), natively and in the twin alike, and the ring then holds the lane
+/// exactly as its new state says, whatever it held.
+#[test]
+fn limit_replaces_a_damaged_ceiling() {
+    both(|c, emq, p| {
+        emq.run(c, "enqueue", &[p, "a", "1", "x", "2", "y"]);
+        emq.run(c, "enqueue", &[p, "b", "1", "z"]);
+        for (ring_before, limit, want) in [
+            (vec!["a", "b"], "2", vec!["a", "b"]),
+            (vec!["b"], "NONE", vec!["b", "a"]),
+            (vec!["a", "b", "a"], "5", vec!["b", "a"]),
+        ] {
+            hset(c, &format!("{p}glimit"), "a", "lots");
+            let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(c).unwrap();
+            let _: () = redis::cmd("RPUSH")
+                .arg(format!("{p}gring"))
+                .arg(&ring_before)
+                .query(c)
+                .unwrap();
+            let r = emq.run(c, "limit", &[p, "a", limit]);
+            assert_eq!(r.value(), &Value::Okay, "{:?} {ring_before:?}: {r:?}", emq.flavor);
+            assert_eq!(ring(c, p), want, "{:?} {ring_before:?}", emq.flavor);
+        }
+        // Another damaged value of the lane is still an error, and changes nothing.
+        hset(c, &format!("{p}gactive"), "a", "many");
+        hset(c, &format!("{p}glimit"), "a", "lots");
+        let before = snapshot(c, p);
+        let r = emq.run(c, "limit", &[p, "a", "3"]);
+        assert!(
+            r.err().is_some_and(|e| e.contains("active count of lane 'a'")),
+            "{r:?}"
+        );
+        assert_eq!(snapshot(c, p), before, "{:?}", emq.flavor);
+    });
 }

@@ -40,8 +40,11 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
     };
     let q = Queue::new(call, prefix);
     q.ring()?;
-    let before = q.lane(lane)?;
     let hash = q.limits()?;
+    // A damaged ceiling is what an operator sets a new one to fix: it is
+    // replaced, and the ring then follows the lane's new state alone.
+    let old = stored_int(hash, lane, "limit of lane");
+    let before = q.lane_with_limit(lane, old.clone().unwrap_or(None))?;
     match limit {
         Some(_) => {
             hash.hash_set(lane, arg);
@@ -55,7 +58,11 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
         }
         None => {}
     }
-    q.follow(lane, ring_change(&before, &Lane { limit, ..before }))?;
+    let after = Lane { limit, ..before };
+    match old {
+        Ok(_) => q.follow(lane, ring_change(&before, &after))?,
+        Err(_) => q.settle(lane, after.serviceable())?,
+    }
     Ok(Reply::Ok)
 }
 

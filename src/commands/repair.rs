@@ -5,13 +5,17 @@
 //! - its records with no lease are orphans (they block their job ids);
 //! - the ring holds it exactly once when serviceable, else not at all.
 //!
+//! A lane whose ceiling or pending key is damaged keeps its ring membership
+//! (claims skip it) and the reply names the damage; its active count and
+//! orphans are still repaired, and so are the other lanes of the call.
+//!
 //! Many lanes share one pass over the ring and the records, so that `emq
 //! repair` over a large queue costs O(R + J) per batch, not per lane.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::args::{self, is_keyword};
-use crate::errors::Error;
+use crate::errors::{quote, Error};
 use crate::ffi::{word, Arg, Argv, Class, RStr, Reply, Word};
 use crate::keys;
 use crate::queue::{stored_int, Queue};
@@ -36,6 +40,10 @@ struct Plan<'a> {
     /// Its ring positions, from the head.
     positions: Vec<usize>,
     serviceable: bool,
+    /// The lane's own state that REPAIR cannot re-derive (its ceiling not an
+    /// integer, its pending key of another type): its ring membership is
+    /// left as it is, as claims leave a damaged lane, and the reply says why.
+    damaged: Option<String>,
 }
 
 impl Plan<'_> {
@@ -46,7 +54,10 @@ impl Plan<'_> {
     }
 
     fn ringed_after(&self) -> usize {
-        usize::from(self.serviceable)
+        match self.damaged {
+            Some(_) => self.positions.len(),
+            None => usize::from(self.serviceable),
+        }
     }
 
     fn ring_changes(&self) -> bool {
@@ -70,6 +81,10 @@ impl Plan<'_> {
             ("active_after", Reply::Int(self.active_after)),
             ("orphan_records_removed", Reply::Int(self.orphans.len() as i64)),
             ("dry_run", Reply::Int(i64::from(dry))),
+            (
+                "damaged",
+                self.damaged.map_or(Reply::Null, |m| Reply::Bytes(m.into_bytes())),
+            ),
         ])
     }
 }
@@ -123,6 +138,7 @@ pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
             active_after: 0,
             positions: Vec::new(),
             serviceable: false,
+            damaged: None,
         })
         .collect();
     let index: HashMap<&[u8], usize> = lanes.iter().enumerate().map(|(i, l)| (l.bytes(), i)).collect();
@@ -143,10 +159,24 @@ pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
         plan.orphans = orphans;
         plan.active_after = live.len() as i64;
         plan.active_before = active.hash_get(plan.lane);
-        let limit = stored_int(limits, plan.lane, "limit of lane")?;
         let paused = q.is_paused(plan.lane)?;
-        let depth = q.pending_zset(plan.lane.bytes())?.len();
-        plan.serviceable = depth > 0 && !paused && limit.is_none_or(|l| plan.active_after < l);
+        // One lane's damage must not stop the others' repair.
+        let limit = stored_int(limits, plan.lane, "limit of lane");
+        let depth = match q.pending_zset(plan.lane.bytes()) {
+            Ok(zset) => Ok(zset.len()),
+            Err(Error::WrongType) => Err(()),
+            Err(e) => return Err(e), // NOPERM: the call's, not the lane's
+        };
+        match (limit, depth) {
+            (Ok(limit), Ok(depth)) => {
+                plan.serviceable = depth > 0 && !paused && limit.is_none_or(|l| plan.active_after < l);
+            }
+            (Err(e), _) => plan.damaged = e.message(),
+            (_, Err(_)) => {
+                let key = keys::pending(q.prefix.bytes(), plan.lane.bytes());
+                plan.damaged = Some(format!("'{}' is not a sorted set", quote(&key)));
+            }
+        }
     }
 
     // ---- write ----

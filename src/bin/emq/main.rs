@@ -208,10 +208,11 @@ fn dead(c: &mut Connection, p: &str, count: u64) -> RedisResult<()> {
 /// serves them all.
 const REPAIR_BATCH: usize = 500;
 
-/// Every lane, repaired (or, dry, checked); one line per lane that changed.
+/// Every lane, repaired (or, dry, checked); one line per lane that changed
+/// or that REPAIR found damaged beyond what it re-derives.
 fn repair(c: &mut Connection, p: &str, dry: bool) -> RedisResult<()> {
     let lanes = read::lanes(c, p)?;
-    let mut changed = 0;
+    let (mut changed, mut damaged) = (0, 0);
     for batch in lanes.chunks(REPAIR_BATCH) {
         let mut cmd = redis::cmd("EMQ.REPAIR");
         cmd.arg(p).arg("LANES").arg(batch.len()).arg(batch);
@@ -220,27 +221,47 @@ fn repair(c: &mut Connection, p: &str, dry: bool) -> RedisResult<()> {
         }
         let replies: Vec<Vec<Value>> = cmd.query(c)?;
         for (lane, r) in batch.iter().zip(&replies) {
-            if let Some(what) = repair_line(r) {
-                changed += 1;
-                println!("{}: {what}", String::from_utf8_lossy(lane));
+            let (what, damage) = repair_line(r);
+            changed += usize::from(!what.is_empty());
+            damaged += usize::from(damage.is_some());
+            let mut line = what.join(", ");
+            if let Some(d) = damage {
+                if !line.is_empty() {
+                    line.push_str("; ");
+                }
+                line.push_str(&format!("damaged, left as it is: {d}"));
+            }
+            if !line.is_empty() {
+                println!("{}: {line}", String::from_utf8_lossy(lane));
             }
         }
     }
     let verb = if dry { "would repair" } else { "repaired" };
-    println!("{} lanes checked, {verb} {changed}", lanes.len());
+    let mut summary = format!("{} lanes checked, {verb} {changed}", lanes.len());
+    if damaged > 0 {
+        summary.push_str(&format!(
+            ", {damaged} damaged beyond repair (set their ceiling with EMQ.LIMIT, or remove the stray key)"
+        ));
+    }
+    println!("{summary}");
     Ok(())
 }
 
-/// What one lane's EMQ.REPAIR reply says changed (None: nothing).
-fn repair_line(r: &[Value]) -> Option<String> {
+/// What one lane's EMQ.REPAIR reply says changed, and the damage it named.
+fn repair_line(r: &[Value]) -> (Vec<String>, Option<String>) {
     let int = |name| match read::field(r, name) {
         Some(Value::Int(n)) => n,
         _ => 0,
     };
-    if int("changed") == 0 {
-        return None;
-    }
+    let text = |name| match read::field(r, name) {
+        Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    };
+    let damage = text("damaged");
     let mut what = Vec::new();
+    if int("changed") == 0 {
+        return (what, damage);
+    }
     if int("ringed_before") != int("ringed_after") {
         what.push(format!(
             "ringed {} -> {}",
@@ -248,10 +269,7 @@ fn repair_line(r: &[Value]) -> Option<String> {
             int("ringed_after")
         ));
     }
-    let before = match read::field(r, "active_before") {
-        Some(Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
-        _ => "0".into(),
-    };
+    let before = text("active_before").unwrap_or_else(|| "0".into());
     let after = int("active_after").to_string();
     if before != after {
         what.push(format!("active {before} -> {after}"));
@@ -260,5 +278,5 @@ fn repair_line(r: &[Value]) -> Option<String> {
     if orphans > 0 {
         what.push(format!("{orphans} lease records without a lease removed"));
     }
-    Some(what.join(", "))
+    (what, damage)
 }
