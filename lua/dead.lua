@@ -1,13 +1,7 @@
 -- EMQ.DEAD's twin (after shared.lua). ARGV = [COUNT, n]. Reply: the oldest
 -- n dead jobs, each {job, lane (false when its record is damaged), died_at}.
 arity(true, 'dead')
-local count = '100'
-if #ARGV == 2 and string.upper(ARGV[1]) == 'COUNT' then
-  count = ARGV[2]
-  if not is_int(count) or tonumber(count) < 1 then fail('ERR COUNT must be an integer >= 1') end
-elseif #ARGV ~= 0 then
-  fail('ERR syntax error')
-end
+local count = count_option()
 redis.call('HLEN', JDEAD)
 local rows = {}
 local dead = redis.call('ZRANGE', DEAD, 0, tonumber(count) - 1, 'WITHSCORES')

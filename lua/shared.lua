@@ -71,6 +71,18 @@ local function follow(lane, was)
   end
 end
 
+-- The optional `COUNT n` of REAP and DEAD (default 100).
+local function count_option()
+  if #ARGV == 2 and string.upper(ARGV[1]) == 'COUNT' then
+    local n = ARGV[2]
+    if not is_int(n) or tonumber(n) < 1 then fail('ERR COUNT must be an integer >= 1') end
+    return n
+  elseif #ARGV ~= 0 then
+    fail('ERR syntax error')
+  end
+  return '100'
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

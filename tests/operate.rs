@@ -336,15 +336,6 @@ fn drain(c: &mut redis::Connection, p: &str) -> BTreeSet<String> {
     served
 }
 
-fn hset(c: &mut redis::Connection, key: &str, field: &str, value: &str) {
-    let _: () = redis::cmd("HSET")
-        .arg(key)
-        .arg(field)
-        .arg(value)
-        .query(c)
-        .unwrap();
-}
-
 /// The lane of the first lease record (a lane with a lease).
 fn leased_lane(c: &mut redis::Connection, p: &str) -> String {
     let recs: BTreeMap<String, String> = redis::cmd("HGETALL").arg(format!("{p}jlease")).query(c).unwrap();

@@ -10,15 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn hset(c: &mut redis::Connection, key: &str, field: &str, value: &str) {
-    let _: () = redis::cmd("HSET")
-        .arg(key)
-        .arg(field)
-        .arg(value)
-        .query(c)
-        .unwrap();
-}
-
 fn rpush(c: &mut redis::Connection, key: &str, value: &str) {
     let _: () = redis::cmd("RPUSH").arg(key).arg(value).query(c).unwrap();
 }

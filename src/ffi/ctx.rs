@@ -238,17 +238,8 @@ impl Ctx {
     pub fn int_call(&self, cmd: &CStr, args: &[Arg]) -> Result<i64, Error> {
         let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 4]> =
             args.iter().map(|a| a.ptr).collect();
+        let reply = self.call_argv(cmd, &mut argv)?;
         unsafe {
-            let reply = api!(RedisModule_Call)(
-                self.ptr,
-                cmd.as_ptr(),
-                c"v".as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            );
-            if reply.is_null() {
-                return Err(Error::Internal);
-            }
             let kind = api!(RedisModule_CallReplyType)(reply);
             let result = if kind == raw::REDISMODULE_REPLY_INTEGER as c_int {
                 Ok(api!(RedisModule_CallReplyInteger)(reply))
@@ -293,20 +284,33 @@ impl Ctx {
         }
         let count_word = self.string(b"COUNT");
         argv.extend([count_word.ptr, count.ptr]);
+        let reply = self.call_argv(cmd, &mut argv)?;
         unsafe {
-            let reply = api!(RedisModule_Call)(
+            let result = read_scan_reply(self.ptr, reply);
+            api!(RedisModule_FreeCallReply)(reply);
+            result.ok_or(Error::WrongType)
+        }
+    }
+
+    /// `RM_Call(cmd, argv…)`: the reply, which the caller frees.
+    fn call_argv(
+        &self,
+        cmd: &CStr,
+        argv: &mut [*mut raw::RedisModuleString],
+    ) -> Result<*mut raw::RedisModuleCallReply, Error> {
+        let reply = unsafe {
+            api!(RedisModule_Call)(
                 self.ptr,
                 cmd.as_ptr(),
                 c"v".as_ptr(),
                 argv.as_mut_ptr(),
                 argv.len(),
-            );
-            if reply.is_null() {
-                return Err(Error::Internal);
-            }
-            let result = read_scan_reply(self.ptr, reply);
-            api!(RedisModule_FreeCallReply)(reply);
-            result.ok_or(Error::WrongType)
+            )
+        };
+        if reply.is_null() {
+            Err(Error::Internal)
+        } else {
+            Ok(reply)
         }
     }
 

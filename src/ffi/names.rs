@@ -4,6 +4,7 @@
 //! and handed out as one more reference to the same string.
 
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::os::raw::c_char;
@@ -17,10 +18,14 @@ use super::string::RStr;
 /// starts again (a queue's own names come back on its next call).
 const MAX_NAMES: usize = 4096;
 
+type Names = HashMap<Box<[u8]>, *mut raw::RedisModuleString>;
+
 thread_local! {
     // Commands, their callbacks and timers all run on the server's main
-    // thread.
-    static NAMES: RefCell<HashMap<Box<[u8]>, *mut raw::RedisModuleString>> = RefCell::new(HashMap::default());
+    // thread. Never dropped by a thread-local destructor (which would lose
+    // the strings without freeing them, at the server's exit); emptied only
+    // by `release_all`, at unload.
+    static NAMES: RefCell<ManuallyDrop<Names>> = RefCell::new(ManuallyDrop::new(HashMap::default()));
 }
 
 /// The key name `bytes`, as a string the caller owns a reference to.
@@ -54,7 +59,7 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
     })
 }
 
-fn release(names: &mut HashMap<Box<[u8]>, *mut raw::RedisModuleString>) {
+fn release(names: &mut Names) {
     for (_, ptr) in names.drain() {
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), ptr) };
     }
@@ -62,5 +67,10 @@ fn release(names: &mut HashMap<Box<[u8]>, *mut raw::RedisModuleString>) {
 
 /// Drops every kept name (at module unload).
 pub fn release_all() {
-    NAMES.with(|names| release(&mut names.borrow_mut()));
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        release(&mut names);
+        // The table's own memory too: an unloaded module keeps nothing.
+        drop(std::mem::take(&mut **names));
+    });
 }

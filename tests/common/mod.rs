@@ -871,6 +871,16 @@ pub fn over_seeds<T>(
     seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).collect()
 }
 
+/// `HSET key field value`.
+pub fn hset(c: &mut redis::Connection, key: &str, field: &str, value: &str) {
+    let _: () = redis::cmd("HSET")
+        .arg(key)
+        .arg(field)
+        .arg(value)
+        .query(c)
+        .unwrap();
+}
+
 /// A command whose reply is an integer.
 pub fn int_reply(c: &mut redis::Connection, args: &[&str]) -> i64 {
     match cmd(c, args).value() {
