@@ -98,7 +98,14 @@ impl Run<'_> {
                 .collect()
         };
         let (na, la) = (with(&self.n, native), with(&self.l, lua));
-        let (rn, rl) = paired(self.c, self.twins, name, &refs(&na), &refs(&la));
+        let (mut rn, mut rl) = paired(self.c, self.twins, name, &refs(&na), &refs(&la));
+        if self.tol > 0 && name == "dead" {
+            // Two clocks (Redis 7.0): deaths in the same step may be stamped
+            // a millisecond apart on one side only, which reorders the
+            // (time, id) listing; the set and its times must still agree.
+            by_id(&mut rn);
+            by_id(&mut rl);
+        }
         let what = self.ctx(&format!("{name} {native:?}"));
         assert!(same_reply(&rn, &rl, self.tol), "{what}: {rn:?} vs {rl:?}");
         if let Some(e) = rn.err() {
@@ -432,4 +439,14 @@ fn lifecycle_streams_agree_and_keep_the_invariants_c() {
 #[test]
 fn lifecycle_streams_agree_and_keep_the_invariants_d() {
     streams_from(300);
+}
+
+/// A DEAD listing ordered by job id instead of by time of death.
+fn by_id(reply: &mut Reply) {
+    if let Reply::Ok(Value::Array(entries)) = reply {
+        entries.sort_by_key(|entry| match entry {
+            Value::Array(fields) => fields.first().map(|id| format!("{id:?}")),
+            _ => None,
+        });
+    }
 }
