@@ -54,7 +54,9 @@ fn table(text: &str) -> BTreeMap<String, Vec<String>> {
         .skip_while(|l| !l.trim_start().starts_with("DEPTH"))
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .filter(|cols| cols.len() == 6 && cols[0].replace(',', "").parse::<u64>().is_ok())
+        .filter(|cols| {
+            cols.len() == 6 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
+        })
         .map(|cols| (cols[5].clone(), cols[..5].to_vec()))
         .collect()
 }
@@ -102,6 +104,35 @@ fn lanes_shows_every_lane_as_the_keyspace_holds_it_deepest_first() {
     // An empty queue: just the header.
     let out = stdout_ok(&emq(&server, &["lanes", "none{o}:"]));
     assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn lanes_shows_damage_as_it_is_and_names_cannot_drive_the_terminal() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{o}:";
+    populate(&mut c, p);
+    // One lane's pending key of another type, and a lane whose name holds
+    // an escape sequence: every row still shows, the name inert.
+    let _: () = redis::cmd("SET")
+        .arg(format!("{p}g:broken:pending"))
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "evil\x1b[2J", "1", "j-evil"]);
+    let out = stdout_ok(&emq(&server, &["lanes", p]));
+    assert!(
+        !out.contains('\x1b'),
+        "a raw escape reached the terminal: {out:?}"
+    );
+    let rows = table(&out);
+    assert_eq!(rows.len(), 7, "{out}");
+    assert_eq!(rows["broken"][0], "WRONGTYPE", "{out}");
+    assert_eq!(rows["evil\\x1b[2J"][0], "1", "{out}");
+    let first = out.lines().nth(1).unwrap();
+    assert!(first.ends_with("broken"), "unreadable lanes first:\n{out}");
+    // The totals still read (EMQ.QUEUE does not read pending keys).
+    stdout_ok(&emq(&server, &["top", "--once", p]));
 }
 
 #[test]

@@ -196,6 +196,33 @@ fn lanes_returns_every_lane_of_a_100000_lane_queue() {
 }
 
 #[test]
+fn lanes_counts_the_keys_it_walks_not_only_the_lanes_it_finds() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "few{o}:";
+    // A small queue in a large keyspace: the walk of the keyspace for its
+    // pending keys must be paid for in calls, not done in one.
+    const OTHER: usize = 20_000;
+    for chunk in (0..OTHER).collect::<Vec<_>>().chunks(5_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.cmd("SET").arg(format!("unrelated:{i}")).arg(1).ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+    }
+    for lane in ["a", "b", "c"] {
+        cmd(&mut c, &["EMQ.ENQUEUE", p, lane, "1", &format!("j{lane}")]);
+    }
+    let (lanes, calls) = all_lanes(&mut c, p, 100);
+    assert_eq!(
+        lanes.into_iter().collect::<BTreeSet<_>>(),
+        BTreeSet::from(["a", "b", "c"].map(String::from))
+    );
+    // About COUNT keys per call: tens of calls for 20,000 keys, not one.
+    assert!(calls >= OTHER / 100 / 4, "{calls} calls for {OTHER} keys");
+}
+
+#[test]
 fn lanes_keeps_scans_guarantee_while_the_queue_changes() {
     let server = Server::start();
     let mut c = server.conn();
@@ -663,6 +690,42 @@ fn repair_replicates_and_persists_as_its_effects() {
     drop(replica);
     let primary = primary.restart(&["--appendonly", "yes"]);
     assert_eq!(digest(&mut primary.conn()), before, "replaying the AOF");
+}
+
+/// REPAIR fires the events of the LREMs it replicates, in their order: one
+/// `lrem` per lane, then `del` once when the ring is gone.
+#[test]
+fn repair_notifies_as_its_effects_would() {
+    let server = Server::start_with(&["--notify-keyspace-events", "KEA"]);
+    let mut c = server.conn();
+    for p in ["n{o}:", "l{o}:"] {
+        // Three stray entries: lanes with nothing pending.
+        let _: () = redis::cmd("RPUSH")
+            .arg(format!("{p}gring"))
+            .arg(&["a", "b", "c", "a"])
+            .query(&mut c)
+            .unwrap();
+    }
+    let native = event_list(
+        &server,
+        &mut c,
+        "n{o}:",
+        &[b"EMQ.REPAIR", b"n{o}:", b"LANES", b"3", b"a", b"b", b"c"],
+    );
+    let lua = event_list(
+        &server,
+        &mut c,
+        "l{o}:",
+        &[
+            b"EVAL",
+            b"redis.call('LREM', KEYS[1], 0, 'a'); redis.call('LREM', KEYS[1], 0, 'b'); redis.call('LREM', KEYS[1], 0, 'c')",
+            b"1",
+            b"l{o}:gring",
+        ],
+    );
+    let pair = |e: &str| (e.to_string(), "gring".to_string());
+    assert_eq!(lua, vec![pair("lrem"), pair("lrem"), pair("lrem"), pair("del")]);
+    assert_eq!(native, lua);
 }
 
 /// ACL: a user allowed the prefix and the lane keys, but not the lease keys,

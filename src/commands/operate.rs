@@ -106,12 +106,20 @@ pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
     let q = Queue::new(call, prefix);
     let mut found: Vec<Vec<u8>> = Vec::new();
     let mut seen = BTreeSet::new();
-    // Steps until about COUNT work is done or every source is walked; a
-    // missing key's step is nearly free.
+    // Steps until about COUNT work is done or every source is walked. A step
+    // that stops short of its source's end spent its whole budget (a SCAN
+    // with MATCH may visit many keys and name none); one that reached the
+    // end spent about what it returned, and a missing key's step is nearly
+    // free.
     let mut work = 0;
     while source < SOURCES.len() && work < count {
-        let (next, lanes) = step(&q, SOURCES[source], at, count)?;
-        work += lanes.len().max(1) as u64;
+        let budget = count - work;
+        let (next, lanes) = step(&q, SOURCES[source], at, budget)?;
+        work += if next == 0 {
+            lanes.len().max(1) as u64
+        } else {
+            budget
+        };
         for lane in lanes {
             if !lane.is_empty() && seen.insert(lane.clone()) {
                 found.push(lane);

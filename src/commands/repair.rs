@@ -260,8 +260,15 @@ fn write(q: &Queue, plans: &[Plan]) -> Result<(), Error> {
         for i in doomed {
             ring.list_delete(i);
         }
-        for plan in changing.iter().filter(|p| !p.positions.is_empty()) {
-            ring.notify(Class::List, c"lrem");
+        // One LREM per lane, as its effects say: `lrem` each, and `del`
+        // once, after the last, if the ring is gone.
+        let removed: Vec<&&Plan> = changing.iter().filter(|p| !p.positions.is_empty()).collect();
+        for (n, plan) in removed.iter().enumerate() {
+            if n + 1 == removed.len() {
+                ring.notify(Class::List, c"lrem");
+            } else {
+                q.ctx.notify(Class::List, c"lrem", ring.name());
+            }
             repl.effect(c"LREM", &[ring.name(), word(Word::Zero), plan.lane]);
         }
     }

@@ -626,6 +626,17 @@ pub fn events(
     prefix: &str,
     command: &[&[u8]],
 ) -> std::collections::BTreeSet<(String, String)> {
+    event_list(server, c, prefix, command).into_iter().collect()
+}
+
+/// The keyspace events `command` fires, in order, as (event, key without
+/// `prefix`).
+pub fn event_list(
+    server: &Server,
+    c: &mut redis::Connection,
+    prefix: &str,
+    command: &[&[u8]],
+) -> Vec<(String, String)> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
     let mut sub = client.get_connection().unwrap();
     let mut pubsub = sub.as_pubsub();
@@ -634,7 +645,7 @@ pub fn events(
     let reply = call(c, command);
     assert!(reply.err().is_none(), "{reply:?}");
     let _: () = redis::cmd("SET").arg("sentinel").arg("1").query(c).unwrap();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = Vec::new();
     loop {
         let msg = pubsub.get_message().expect("a notification");
         let event = msg
@@ -645,7 +656,7 @@ pub fn events(
         if key == "sentinel" {
             return seen;
         }
-        seen.insert((event, key.strip_prefix(prefix).unwrap_or(&key).to_string()));
+        seen.push((event, key.strip_prefix(prefix).unwrap_or(&key).to_string()));
     }
 }
 

@@ -190,7 +190,12 @@ fn interval(s: &str) -> Result<f64, String> {
 }
 
 fn dead(c: &mut Connection, p: &str, count: u64) -> RedisResult<()> {
-    let dead: Vec<(String, String, i64)> = redis::cmd("EMQ.DEAD").arg(p).arg("COUNT").arg(count).query(c)?;
+    let dead: Vec<(Vec<u8>, Vec<u8>, i64)> =
+        redis::cmd("EMQ.DEAD").arg(p).arg("COUNT").arg(count).query(c)?;
+    let dead: Vec<(String, String, i64)> = dead
+        .into_iter()
+        .map(|(job, lane, at)| (view::printable(&job), view::printable(&lane), at))
+        .collect();
     let now = read::server_ms(c)?;
     let width = dead.iter().map(|d| d.0.chars().count()).max().unwrap_or(0).max(3);
     let lane_width = dead.iter().map(|d| d.1.chars().count()).max().unwrap_or(0).max(4);
@@ -232,7 +237,7 @@ fn repair(c: &mut Connection, p: &str, dry: bool) -> RedisResult<()> {
                 line.push_str(&format!("damaged, left as it is: {d}"));
             }
             if !line.is_empty() {
-                println!("{}: {line}", String::from_utf8_lossy(lane));
+                println!("{}: {line}", view::printable(lane));
             }
         }
     }

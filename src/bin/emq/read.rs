@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use redis::{Connection, RedisResult, Value};
 
-use crate::view::{LaneRow, Totals};
+use crate::view::{self, LaneRow, Totals};
 
 /// Lanes per pipelined page: bounded replies, few round trips.
 const PAGE: usize = 1_000;
@@ -31,36 +31,49 @@ pub fn lanes(c: &mut Connection, p: &str) -> RedisResult<Vec<Vec<u8>>> {
     }
 }
 
-/// How many times the ring holds each lane (read in pages).
+/// How many times the ring holds each lane. One LRANGE: pages could count a
+/// lane twice, or miss one, while claims rotate the ring between them.
 fn ring_counts(c: &mut Connection, p: &str) -> RedisResult<HashMap<Vec<u8>, usize>> {
-    let ring = format!("{p}gring");
+    let ring: Value = redis::cmd("LRANGE")
+        .arg(format!("{p}gring"))
+        .arg(0)
+        .arg(-1)
+        .query(c)?;
     let mut counts = HashMap::new();
-    let mut start = 0;
-    loop {
-        let page: Vec<Vec<u8>> = redis::cmd("LRANGE")
-            .arg(&ring)
-            .arg(start)
-            .arg(start + 10 * PAGE as i64 - 1)
-            .query(c)?;
-        let n = page.len();
-        for lane in page {
-            *counts.entry(lane).or_insert(0) += 1;
+    if let Value::Array(lanes) = ring {
+        for lane in lanes {
+            if let Value::BulkString(lane) = lane {
+                *counts.entry(lane).or_insert(0) += 1;
+            }
         }
-        if n < 10 * PAGE {
-            return Ok(counts);
-        }
-        start += n as i64;
+    }
+    // A ring of the wrong type reads as holding nothing; EMQ.QUEUE's totals
+    // say WRONGTYPE for it.
+    Ok(counts)
+}
+
+/// A stored value as the row shows it: its text, or the error the server
+/// gave for reading it (`WRONGTYPE` for a key of another type).
+fn cell(v: &Value) -> Result<Option<String>, String> {
+    match v {
+        Value::ServerError(e) => Err(e.code().to_string()),
+        Value::Nil => Ok(None),
+        Value::BulkString(b) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+        Value::Int(n) => Ok(Some(n.to_string())),
+        other => Ok(Some(format!("{other:?}"))),
     }
 }
 
 /// Each lane's row: depth, active, limit, weight, paused, ringed. Plain
 /// reads of the keys SPEC section 1 names, so that the row shows what is
-/// stored, damaged values included.
+/// stored, damaged values and keys of the wrong type included: one lane's
+/// damage never hides the other rows.
 pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<LaneRow>> {
     let ring = ring_counts(c, p)?;
     let mut out = Vec::with_capacity(lanes.len());
     for page in lanes.chunks(PAGE) {
         let mut pipe = redis::pipe();
+        pipe.ignore_errors();
         for lane in page {
             let mut pending = p.as_bytes().to_vec();
             pending.extend_from_slice(b"g:");
@@ -73,14 +86,21 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
             pipe.cmd("SISMEMBER").arg(format!("{p}gpaused")).arg(lane);
         }
         let replies: Vec<Value> = pipe.query(c)?;
+        let text = |v: &Value| cell(v).unwrap_or_else(Some);
         for (lane, r) in page.iter().zip(replies.chunks(5)) {
             out.push(LaneRow {
-                lane: String::from_utf8_lossy(lane).into_owned(),
-                depth: redis::from_redis_value(r[0].clone())?,
-                active: redis::from_redis_value(r[1].clone())?,
-                limit: redis::from_redis_value(r[2].clone())?,
-                weight: redis::from_redis_value(r[3].clone())?,
-                paused: redis::from_redis_value(r[4].clone())?,
+                lane: view::printable(lane),
+                depth: match &r[0] {
+                    Value::Int(n) => Ok(*n as u64),
+                    v => Err(cell(v).err().unwrap_or_else(|| "?".into())),
+                },
+                active: text(&r[1]),
+                limit: text(&r[2]),
+                weight: text(&r[3]),
+                paused: match &r[4] {
+                    Value::Int(n) => Ok(*n == 1),
+                    v => Err(cell(v).err().unwrap_or_else(|| "?".into())),
+                },
                 ringed: ring.get(lane).copied().unwrap_or(0),
             });
         }

@@ -7,11 +7,12 @@ use std::fmt::Write;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneRow {
     pub lane: String,
-    pub depth: u64,
+    /// `ZCARD` of the pending set, or the error reading it gave.
+    pub depth: Result<u64, String>,
     pub active: Option<String>,
     pub limit: Option<String>,
     pub weight: Option<String>,
-    pub paused: bool,
+    pub paused: Result<bool, String>,
     /// How many times the ring holds the lane (1 when healthy and
     /// serviceable; 2 or more only after outside damage).
     pub ringed: usize,
@@ -29,9 +30,14 @@ pub struct Totals {
     pub max_deliveries: Option<i64>,
 }
 
-/// Deepest first; ties by name, so that a refresh does not reorder them.
+/// Unreadable pending sets first (they need an operator), then deepest
+/// first; ties by name, so that a refresh does not reorder them.
 pub fn sort_by_depth(rows: &mut [LaneRow]) {
-    rows.sort_by(|a, b| b.depth.cmp(&a.depth).then_with(|| a.lane.cmp(&b.lane)));
+    let rank = |r: &LaneRow| match r.depth {
+        Err(_) => u64::MAX,
+        Ok(d) => d.min(u64::MAX - 1),
+    };
+    rows.sort_by(|a, b| rank(b).cmp(&rank(a)).then_with(|| a.lane.cmp(&b.lane)));
 }
 
 /// `12345678` as `12,345,678`.
@@ -69,6 +75,23 @@ pub fn duration(ms: i64) -> String {
     format!("{sign}{body}")
 }
 
+/// A stored name as text a terminal shows literally: invalid UTF-8 as `�`
+/// and control characters (an escape sequence in a lane name would redraw
+/// the screen) as `\xNN` or `\u{NNNN}`.
+pub fn printable(name: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len());
+    for ch in String::from_utf8_lossy(name).chars() {
+        match ch {
+            c if c.is_control() && (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `name` cut to `width` characters, with `…` when cut.
 fn fit(name: &str, width: usize) -> String {
     if name.chars().count() <= width {
@@ -86,14 +109,21 @@ const HEADER: [&str; 6] = ["DEPTH", "ACTIVE/LIMIT", "WEIGHT", "PAUSED", "RINGED"
 pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
     let numbers = |r: &LaneRow| {
         [
-            thousands(r.depth as i64),
+            match &r.depth {
+                Ok(d) => thousands(*d as i64),
+                Err(e) => e.clone(),
+            },
             format!(
                 "{}/{}",
                 r.active.as_deref().unwrap_or("0"),
                 r.limit.as_deref().unwrap_or("-")
             ),
             r.weight.clone().unwrap_or_else(|| "1".into()),
-            if r.paused { "yes" } else { "no" }.into(),
+            match &r.paused {
+                Ok(true) => "yes".into(),
+                Ok(false) => "no".into(),
+                Err(e) => e.clone(),
+            },
             match r.ringed {
                 0 => "no".to_string(),
                 1 => "yes".to_string(),
@@ -192,11 +222,11 @@ mod tests {
     fn row(lane: &str, depth: u64) -> LaneRow {
         LaneRow {
             lane: lane.into(),
-            depth,
+            depth: Ok(depth),
             active: None,
             limit: None,
             weight: None,
-            paused: false,
+            paused: Ok(false),
             ringed: 1,
         }
     }
@@ -216,10 +246,11 @@ mod tests {
 
     #[test]
     fn deepest_first_then_by_name() {
-        let mut rows = vec![row("b", 1), row("a", 1), row("c", 9)];
+        let mut rows = vec![row("b", 1), row("a", 1), row("c", 9), row("z", 0)];
+        rows[3].depth = Err("WRONGTYPE".into());
         sort_by_depth(&mut rows);
         let names: Vec<&str> = rows.iter().map(|r| r.lane.as_str()).collect();
-        assert_eq!(names, ["c", "a", "b"]);
+        assert_eq!(names, ["z", "c", "a", "b"]);
     }
 
     #[test]
@@ -227,7 +258,7 @@ mod tests {
         let mut r = row("tenant-with-a-long-name", 12_004);
         r.active = Some("3".into());
         r.limit = Some("4".into());
-        r.paused = true;
+        r.paused = Ok(true);
         r.ringed = 2;
         let mut damaged = row("x", 0);
         damaged.weight = Some("abc".into());
@@ -239,6 +270,20 @@ mod tests {
             "12,004           3/4       1     yes      2x  tenant-with-a…"
         );
         assert_eq!(t[2], "     0           0/-     abc      no      no  x");
+
+        let mut wrong = row("w", 0);
+        wrong.depth = Err("WRONGTYPE".into());
+        wrong.paused = Err("WRONGTYPE".into());
+        let t = lanes_table(&[wrong], 80);
+        assert_eq!(t[1], "WRONGTYPE           0/-       1  WRONGTYPE     yes  w");
+    }
+
+    #[test]
+    fn names_cannot_drive_the_terminal() {
+        assert_eq!(printable(b"plain-\xc3\xa9"), "plain-\u{e9}");
+        assert_eq!(printable(b"a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
+        assert_eq!(printable(b"\xff"), "\u{fffd}");
+        assert_eq!(printable("x\u{85}".as_bytes()), "x\\x85");
     }
 
     #[test]
