@@ -2,17 +2,42 @@
 //! prefix followed by a fixed suffix (`P gring`: the prefix, then `RING`),
 //! so the prefix is the one declared key.
 
-pub const RING: &[u8] = b"gring";
-pub const WEIGHT: &[u8] = b"gweight";
-pub const LIMIT: &[u8] = b"glimit";
-pub const ACTIVE: &[u8] = b"gactive";
-pub const PAUSED: &[u8] = b"gpaused";
-pub const LEASES: &[u8] = b"leases";
-pub const JLEASE: &[u8] = b"jlease";
-pub const JRETURNS: &[u8] = b"jreturns";
-pub const DEAD: &[u8] = b"dead";
-pub const JDEAD: &[u8] = b"jdead";
-pub const POLICY: &[u8] = b"policy";
+/// A queue's fixed keys: `P` followed by [`Fixed::suffix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fixed {
+    Ring,
+    Weight,
+    Limit,
+    Active,
+    Paused,
+    Leases,
+    Jlease,
+    Jreturns,
+    Dead,
+    Jdead,
+    Policy,
+}
+
+/// The suffixes, in the order of [`Fixed`].
+pub const SUFFIXES: &[&[u8]] = &[
+    b"gring",
+    b"gweight",
+    b"glimit",
+    b"gactive",
+    b"gpaused",
+    b"leases",
+    b"jlease",
+    b"jreturns",
+    b"dead",
+    b"jdead",
+    b"policy",
+];
+
+impl Fixed {
+    pub fn suffix(self) -> &'static [u8] {
+        SUFFIXES[self as usize]
+    }
+}
 
 /// `P g:<lane>:pending`, the lane's waiting jobs. The name is not
 /// injective across queues: when one prefix extends another, a lane name
@@ -44,6 +69,13 @@ pub fn has_hash_tag(prefix: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_fixed_key_has_its_suffix() {
+        assert_eq!(Fixed::Ring.suffix(), b"gring");
+        assert_eq!(Fixed::Policy.suffix(), b"policy");
+        assert_eq!(SUFFIXES.len(), Fixed::Policy as usize + 1);
+    }
 
     #[test]
     fn names() {

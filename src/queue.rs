@@ -3,17 +3,23 @@
 //! [`Queue`]; opening one puts every key it touches under the caller's
 //! permissions.
 
+use std::rc::Rc;
+
 use crate::args::parse_i64;
 use crate::commands::Call;
 use crate::errors::{Error, INTEGER};
-use crate::ffi::{word, Arg, Class, Ctx, Key, Kind, RStr, Word};
-use crate::keys;
+use crate::ffi::{name_set, word, Arg, Class, Ctx, Key, KeyName, Kind, NameSet, Word};
+use crate::keys::{self, Fixed};
 use crate::schedule::{Lane, RingChange};
 
 pub struct Queue<'q> {
     pub call: &'q Call<'q>,
     pub ctx: &'q Ctx,
     pub prefix: Arg<'q>,
+    /// The prefix's bytes (read once).
+    pub prefix_bytes: &'q [u8],
+    /// The names of the queue's fixed keys, kept between calls.
+    names: Rc<NameSet>,
 }
 
 impl<'q> Queue<'q> {
@@ -21,88 +27,90 @@ impl<'q> Queue<'q> {
     /// pass the caller's key permissions.
     pub fn new(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
         call.ctx.guard_keys(prefix);
-        Queue {
-            call,
-            ctx: call.ctx,
-            prefix,
-        }
+        Queue::internal(call, prefix)
     }
 
     /// The queue for the module's own work (the expiry timer): no caller,
     /// no key permissions to check.
     pub fn internal(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
+        let prefix_bytes = prefix.bytes();
         Queue {
             call,
             ctx: call.ctx,
             prefix,
+            prefix_bytes,
+            names: name_set(prefix_bytes, keys::SUFFIXES),
         }
     }
 
-    /// `P` followed by `suffix`, opened (untyped).
-    pub fn key(&self, suffix: &[u8]) -> Result<Key<'q>, Error> {
-        self.ctx.key(&[self.prefix.bytes(), suffix])
+    /// The name of the fixed key `key` (`P` followed by its suffix).
+    pub fn name(&self, key: Fixed) -> KeyName<'_> {
+        self.names.get(key as usize)
     }
 
-    fn typed(&self, suffix: &[u8], kind: Kind) -> Result<Key<'q>, Error> {
-        self.key(suffix)?.expect(kind)
+    /// The fixed key `key`, opened (untyped).
+    pub fn key(&self, key: Fixed) -> Result<Key<'q>, Error> {
+        self.ctx.key_by(self.names.get(key as usize))
     }
 
-    /// `P` followed by `suffix` when that key exists (typed; its permission
-    /// checked either way); `None`, without opening it, when it does not.
-    /// For keys a command only reads.
-    pub fn optional(&self, suffix: &[u8], kind: Kind) -> Result<Option<Key<'q>>, Error> {
-        let name = self.ctx.key_name(&[self.prefix.bytes(), suffix]);
-        self.ctx.check_key(name.as_arg())?;
-        if !self.ctx.key_exists(name.as_arg()) {
+    fn typed(&self, key: Fixed, kind: Kind) -> Result<Key<'q>, Error> {
+        self.key(key)?.expect(kind)
+    }
+
+    /// The fixed key `key` when it exists (typed; its permission checked
+    /// either way); `None`, without opening it, when it does not. For keys a
+    /// command only reads.
+    pub fn optional(&self, key: Fixed, kind: Kind) -> Result<Option<Key<'q>>, Error> {
+        if !self.ctx.key_by_exists(self.name(key))? {
             return Ok(None);
         }
-        self.typed(suffix, kind).map(Some)
+        self.typed(key, kind).map(Some)
     }
 
     pub fn ring(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::RING, Kind::List)
+        self.typed(Fixed::Ring, Kind::List)
     }
 
     pub fn leases(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::LEASES, Kind::Zset)
+        self.typed(Fixed::Leases, Kind::Zset)
     }
 
     pub fn jlease(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::JLEASE, Kind::Hash)
+        self.typed(Fixed::Jlease, Kind::Hash)
     }
 
     pub fn active(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::ACTIVE, Kind::Hash)
+        self.typed(Fixed::Active, Kind::Hash)
     }
 
     pub fn weights(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::WEIGHT, Kind::Hash)
+        self.typed(Fixed::Weight, Kind::Hash)
     }
 
     pub fn limits(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::LIMIT, Kind::Hash)
+        self.typed(Fixed::Limit, Kind::Hash)
     }
 
     pub fn jreturns(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::JRETURNS, Kind::Hash)
+        self.typed(Fixed::Jreturns, Kind::Hash)
     }
 
     pub fn dead(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::DEAD, Kind::Zset)
+        self.typed(Fixed::Dead, Kind::Zset)
     }
 
     pub fn jdead(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::JDEAD, Kind::Hash)
+        self.typed(Fixed::Jdead, Kind::Hash)
     }
 
     pub fn policy(&self) -> Result<Key<'q>, Error> {
-        self.typed(keys::POLICY, Kind::Hash)
+        self.typed(Fixed::Policy, Kind::Hash)
     }
 
     /// `P g:<lane>:pending`, untyped (a claim skips a lane whose pending key
     /// is of the wrong type; every other command refuses it).
     pub fn pending(&self, lane: &[u8]) -> Result<Key<'q>, Error> {
-        self.ctx.key(&keys::pending_parts(self.prefix.bytes(), lane))
+        self.ctx.key(&keys::pending_parts(self.prefix_bytes, lane))
     }
 
     pub fn pending_zset(&self, lane: &[u8]) -> Result<Key<'q>, Error> {
@@ -111,8 +119,8 @@ impl<'q> Queue<'q> {
 
     /// `P gpaused`'s name: a set, reached only by calls (the key API has no
     /// set calls), its permission checked here.
-    pub fn paused_key(&self) -> Result<RStr, Error> {
-        let name = self.ctx.key_name(&[self.prefix.bytes(), keys::PAUSED]);
+    pub fn paused_key(&self) -> Result<KeyName<'_>, Error> {
+        let name = self.name(Fixed::Paused);
         self.ctx.check_key(name.as_arg())?;
         Ok(name)
     }
@@ -120,11 +128,11 @@ impl<'q> Queue<'q> {
     /// Whether the lane is in `P gpaused` (no call when the set is absent);
     /// `WRONGTYPE` when that key is not a set.
     pub fn is_paused(&self, lane: Arg) -> Result<bool, Error> {
-        let name = self.paused_key()?;
-        if !self.ctx.key_exists(name.as_arg()) {
+        let name = self.paused_key()?.as_arg();
+        if !self.ctx.key_exists(name) {
             return Ok(false);
         }
-        Ok(self.ctx.set_call(c"SISMEMBER", name.as_arg(), lane)? == 1)
+        Ok(self.ctx.set_call(c"SISMEMBER", name, lane)? == 1)
     }
 
     /// The lane's numbers: depth, active count, ceiling, paused. Every key

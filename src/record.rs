@@ -3,8 +3,6 @@
 //! `ZSCORE` replies), one space, the lane. Whether a mint read back is a
 //! score the server can store is asked of the server (`Arg::to_score`).
 
-use std::io::Write as _;
-
 use crate::ffi::{Ctx, RStr};
 
 /// A zset score as this server formats it (what `ZSCORE` replies): an
@@ -13,11 +11,8 @@ use crate::ffi::{Ctx, RStr};
 /// `RM_CreateStringFromDouble` prints otherwise.
 pub fn score_text(ctx: &Ctx, score: f64) -> RStr {
     if let Some(int) = integer_score(score) {
-        let mut digits = [0u8; 24];
-        let mut rest = &mut digits[..];
-        let _ = write!(rest, "{int}");
-        let n = 24 - rest.len();
-        return ctx.string(&digits[..n]);
+        let mut digits = [0u8; 20];
+        return ctx.string(decimal(int, &mut digits));
     }
     if ctx.scores_print_17g() {
         return ctx.string(&crate::ffi::ctx::format_17g(score));
@@ -30,14 +25,31 @@ pub fn score_text(ctx: &Ctx, score: f64) -> RStr {
 pub fn lease_record(ctx: &Ctx, mint: f64, lane: &[u8]) -> RStr {
     match integer_score(mint) {
         Some(int) => {
-            let mut digits = [0u8; 24];
-            let mut rest = &mut digits[..];
-            let _ = write!(rest, "{int}");
-            let n = 24 - rest.len();
-            ctx.string_of(&parts(&digits[..n], lane))
+            let mut digits = [0u8; 20];
+            ctx.string_of(&parts(decimal(int, &mut digits), lane))
         }
         None => ctx.string_of(&parts(score_text(ctx, mint).bytes(), lane)),
     }
+}
+
+/// `v` in decimal, written at the end of `buf` (a claim writes one per
+/// leased job: no formatting machinery).
+fn decimal(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// The common case of a mint printed without a round trip through the
@@ -84,6 +96,15 @@ mod tests {
         for v in [1.0, 123456789012345.0, -99.0] {
             let fast = integer_score(v).unwrap().to_string();
             assert_eq!(crate::ffi::ctx::format_17g(v), fast.into_bytes());
+        }
+    }
+
+    #[test]
+    fn integers_in_decimal() {
+        // integer_score keeps |v| < 1e15; the formatter takes any i64.
+        for v in [0, 7, -7, 10, 999_999_999_999_999, -123_456, i64::MIN, i64::MAX] {
+            let mut buf = [0u8; 20];
+            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
         }
     }
 

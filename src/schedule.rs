@@ -147,18 +147,18 @@ pub fn head_turn(head: &Head, max_claim: i64) -> Turn {
 /// SPEC "Duplicate ids": the heads of a lane, in ZPOPMIN order, each marked
 /// whether it is already leased or dead elsewhere. Up to `k` fresh heads are
 /// taken; the duplicates met before the `k`-th fresh one are removed.
-/// Returns how many heads are consumed (taken and removed) and which are
-/// taken (their positions among the heads).
-pub fn take_heads(k: i64, duplicate: impl IntoIterator<Item = bool>) -> (usize, Vec<usize>) {
-    let mut taken = Vec::new();
+/// Returns how many heads are consumed (taken and removed) and how many of
+/// them are taken: the fresh ones among the consumed.
+pub fn take_heads(k: i64, duplicate: impl IntoIterator<Item = bool>) -> (usize, usize) {
+    let mut taken = 0usize;
     let mut consumed = 0;
     for (i, dup) in duplicate.into_iter().enumerate() {
-        if taken.len() as i64 >= k {
+        if taken as i64 >= k {
             break;
         }
         consumed = i + 1;
         if !dup {
-            taken.push(i);
+            taken += 1;
         }
     }
     (consumed, taken)
@@ -344,18 +344,19 @@ mod tests {
 
     #[test]
     fn duplicates_are_removed_and_fresh_heads_taken() {
-        assert_eq!(take_heads(2, [false, false, false]), (2, vec![0, 1]));
-        assert_eq!(take_heads(2, [true, false, true, false, false]), (4, vec![1, 3]));
+        assert_eq!(take_heads(2, [false, false, false]), (2, 2));
+        assert_eq!(take_heads(2, [true, false, true, false, false]), (4, 2));
         assert_eq!(
             take_heads(1, [true, true]),
-            (2, vec![]),
+            (2, 0),
             "only duplicates: none leased"
         );
-        assert_eq!(take_heads(3, [false]), (1, vec![0]), "fewer heads than K");
+        assert_eq!(take_heads(3, [false]), (1, 1), "fewer heads than K");
+        assert_eq!(take_heads(1, [false, true]), (1, 1), "a later duplicate stays");
         assert_eq!(
-            take_heads(1, [false, true]),
-            (1, vec![0]),
-            "a later duplicate stays"
+            take_heads(2, [true, true, false]),
+            (3, 1),
+            "duplicates before the only fresh one"
         );
     }
 

@@ -30,8 +30,8 @@ use crate::args::{self, Args};
 use crate::config;
 use crate::errors::{Error, BOOLEAN, COUNT_RANGE, INTEGER, TIMEOUT_RANGE};
 use crate::ffi::block::Wait;
-use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, Kind, Members, RStr, Reply, Word};
-use crate::keys;
+use crate::ffi::{word, Arg, Argv, Class, Ctx, Key, KeyName, Kind, Members, RStr, Reply, Word};
+use crate::keys::Fixed;
 use crate::queue::Queue;
 use crate::record;
 
@@ -170,7 +170,7 @@ struct Claim<'q> {
     limits: Cell<Option<Key<'q>>>,
     weights: Cell<Option<Key<'q>>>,
     /// `P gpaused`'s name when that set exists (checked a set at open).
-    paused: Option<RStr>,
+    paused: Option<KeyName<'q>>,
 }
 
 /// What a turn will do with the head lane, decided from reads only.
@@ -201,11 +201,11 @@ impl<'q> Claim<'q> {
             ring: q.ring()?,
             leases: q.leases()?,
             jlease: q.jlease()?,
-            jdead: Cell::new(q.optional(keys::JDEAD, Kind::Hash)?),
+            jdead: Cell::new(q.optional(Fixed::Jdead, Kind::Hash)?),
             active: q.active()?,
-            limits: Cell::new(q.optional(keys::LIMIT, Kind::Hash)?),
+            limits: Cell::new(q.optional(Fixed::Limit, Kind::Hash)?),
             weights: Cell::new(if weighted {
-                q.optional(keys::WEIGHT, Kind::Hash)?
+                q.optional(Fixed::Weight, Kind::Hash)?
             } else {
                 None
             }),
@@ -263,7 +263,7 @@ impl<'q> Claim<'q> {
             .call
             .count(&stats::JOBS_REAPED_BY_CLAIMS, reaped.len() as u64);
         // A death may have made `P jdead`.
-        self.jdead.set(self.q.optional(keys::JDEAD, Kind::Hash)?);
+        self.jdead.set(self.q.optional(Fixed::Jdead, Kind::Hash)?);
         Ok(!reaped.is_empty())
     }
 
@@ -357,7 +357,7 @@ impl<'q> Claim<'q> {
         let want = usize::try_from(k).unwrap_or(usize::MAX);
         let mut window = want;
         loop {
-            let heads = pending.zset_range(f64::INFINITY, window);
+            let mut heads = pending.zset_range(f64::INFINITY, window);
             let seen = heads.len();
             let duplicate: SmallVec<[bool; 16]> = heads
                 .iter()
@@ -366,11 +366,16 @@ impl<'q> Claim<'q> {
                         || self.jdead.get().is_some_and(|dead| dead.hash_has(job.as_arg()))
                 })
                 .collect();
-            let (consumed, taken_at) = schedule::take_heads(k, duplicate.iter().copied());
+            let (consumed, taken_n) = schedule::take_heads(k, duplicate.iter().copied());
             // A window that ended on duplicates may hide more fresh heads.
-            if taken_at.len() < want && seen == window && window < pending.len() {
+            if taken_n < want && seen == window && window < pending.len() {
                 window = window.saturating_mul(2);
                 continue;
+            }
+            if taken_n == consumed {
+                // No duplicate among them (the common case): the heads as read.
+                heads.truncate(consumed);
+                return (heads, SmallVec::new());
             }
             let mut taken = Members::new();
             let mut dropped = SmallVec::new();
@@ -424,7 +429,7 @@ impl<'q> Claim<'q> {
                 }
                 call.count(&stats::CLAIMS, 1);
                 call.count(&stats::JOBS_CLAIMED, serving.taken.len() as u64);
-                crate::expiry::leased(self.q.ctx, self.q.prefix.bytes(), deadline);
+                crate::expiry::leased(self.q.ctx, self.q.prefix_bytes, deadline);
                 Some(claim_reply(lane, deadline, serving.taken))
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::args::{self, Args};
 use crate::errors::{Error, COUNT_RANGE};
 use crate::ffi::{Argv, RStr, Reply};
-use crate::keys;
+use crate::keys::Fixed;
 use crate::queue::Queue;
 use crate::record;
 
@@ -60,7 +60,7 @@ enum Source {
     /// `P g:<lane>:pending` keys (SCAN of the keyspace).
     Pending,
     /// Fields of `P gweight`, `P glimit`, `P gactive` (HSCAN).
-    Hash(&'static [u8]),
+    Hash(Fixed),
     /// Members of `P gpaused` (SSCAN).
     Paused,
     /// The lanes of `P jlease`'s records (HSCAN).
@@ -71,9 +71,9 @@ enum Source {
 
 const SOURCES: [Source; 7] = [
     Source::Pending,
-    Source::Hash(keys::WEIGHT),
-    Source::Hash(keys::LIMIT),
-    Source::Hash(keys::ACTIVE),
+    Source::Hash(Fixed::Weight),
+    Source::Hash(Fixed::Limit),
+    Source::Hash(Fixed::Active),
     Source::Paused,
     Source::Records,
     Source::Ring,
@@ -151,7 +151,6 @@ pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 fn step(q: &Queue, source: Source, at: u64, count: u64) -> Result<(u64, Vec<Vec<u8>>), Error> {
     let ctx = q.ctx;
     let p = q.prefix.bytes();
-    let key = |suffix: &[u8]| ctx.key_name(&[p, suffix]);
     match source {
         Source::Pending => {
             let pattern = [glob_escape(p), b"g:*:pending".to_vec()].concat();
@@ -170,8 +169,8 @@ fn step(q: &Queue, source: Source, at: u64, count: u64) -> Result<(u64, Vec<Vec<
                 .collect();
             Ok((next, lanes))
         }
-        Source::Hash(suffix) => {
-            let name = key(suffix);
+        Source::Hash(hash) => {
+            let name = q.name(hash);
             ctx.check_key(name.as_arg())?;
             let (next, items) = ctx.scan_step(c"HSCAN", Some(name.as_arg()), at, None, count)?;
             Ok((
@@ -185,7 +184,7 @@ fn step(q: &Queue, source: Source, at: u64, count: u64) -> Result<(u64, Vec<Vec<
             Ok((next, items.iter().map(|m| m.bytes().to_vec()).collect()))
         }
         Source::Records => {
-            let name = key(keys::JLEASE);
+            let name = q.name(Fixed::Jlease);
             ctx.check_key(name.as_arg())?;
             let (next, items) = ctx.scan_step(c"HSCAN", Some(name.as_arg()), at, None, count)?;
             let lanes = items

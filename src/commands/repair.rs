@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use crate::args::{self, is_keyword};
 use crate::errors::{quote, Error};
 use crate::ffi::{word, Arg, Argv, Class, RStr, Reply, Word};
-use crate::keys;
+use crate::keys::{self, Fixed};
 use crate::queue::{stored_int, Queue};
 use crate::record;
 use crate::schedule::RingChange;
@@ -195,7 +195,7 @@ pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 /// (a read-only HSCAN, which may return a field twice).
 fn collect_records(q: &Queue, index: &HashMap<&[u8], usize>, plans: &mut [Plan]) -> Result<(), Error> {
     let ctx = q.ctx;
-    let name = ctx.key_name(&[q.prefix.bytes(), keys::JLEASE]);
+    let name = q.name(Fixed::Jlease);
     ctx.check_key(name.as_arg())?;
     let mut seen = HashSet::new();
     let mut cursor = 0;

@@ -65,12 +65,6 @@ impl Ctx {
         with_joined(parts, |bytes| self.string(bytes))
     }
 
-    /// The name of a key reached by calls, not opened (a set key), as
-    /// `parts` joined: kept between calls as opened keys' names are.
-    pub fn key_name(&self, parts: &[&[u8]]) -> RStr {
-        with_joined(parts, super::names::name)
-    }
-
     pub fn string_from_i64(&self, v: i64) -> RStr {
         RStr {
             ptr: unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ptr, v) },

@@ -26,6 +26,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::ctx::{with_joined, Class, Ctx};
+use super::names::KeyName;
 use super::string::{Arg, RStr};
 use crate::errors::Error;
 
@@ -48,6 +49,9 @@ pub(super) struct KeyCache {
 
 struct Slot {
     name: RStr,
+    /// The name's bytes, read once (compared without a call).
+    bytes: *const u8,
+    len: usize,
     /// NULL when the key is missing and was opened for reading.
     ptr: Cell<*mut raw::RedisModuleKey>,
     written: Cell<bool>,
@@ -69,14 +73,14 @@ impl KeyCache {
         for cell in &self.inline[..inline] {
             // SAFETY: the first `len` inline slots are initialised.
             let slot = unsafe { (*cell.get()).assume_init_ref() };
-            if slot.name.bytes() == name {
+            if slot.is(name) {
                 return Some(slot);
             }
         }
         self.overflow
             .borrow()
             .iter()
-            .find(|s| s.name.bytes() == name)
+            .find(|s| s.is(name))
             .map(|s| &**s as *const Slot)
     }
 
@@ -108,6 +112,25 @@ impl KeyCache {
         for slot in self.overflow.get_mut().drain(..).rev() {
             close(ctx, &slot);
         }
+    }
+}
+
+impl Slot {
+    fn new(name: RStr, ptr: *mut raw::RedisModuleKey) -> Slot {
+        let bytes = name.bytes();
+        Slot {
+            bytes: bytes.as_ptr(),
+            len: bytes.len(),
+            name,
+            ptr: Cell::new(ptr),
+            written: Cell::new(false),
+        }
+    }
+
+    fn is(&self, name: &[u8]) -> bool {
+        // SAFETY: `bytes` are the bytes of `self.name`, which lives as long
+        // as the slot.
+        self.len == name.len() && unsafe { std::slice::from_raw_parts(self.bytes, self.len) } == name
     }
 }
 
@@ -174,18 +197,39 @@ impl Ctx {
         with_joined(parts, |name| self.key_named(name))
     }
 
+    /// The key `name` (a kept name of a queue's fixed keys): as [`Ctx::key`].
+    pub fn key_by(&self, name: KeyName) -> Result<Key<'_>, Error> {
+        let slot = match self.keys.find(name.bytes()) {
+            Some(slot) => slot,
+            None => self.open_slot(name.retained())?,
+        };
+        // SAFETY: as in `key_named`.
+        Ok(Key {
+            slot: unsafe { &*slot },
+            ctx: self,
+        })
+    }
+
+    /// Whether the key `name` exists, without opening it (its permission is
+    /// checked: the caller learns something of it).
+    pub fn key_by_exists(&self, name: KeyName) -> Result<bool, Error> {
+        if self.keys.find(name.bytes()).is_some() {
+            return Ok(self.key_by(name)?.kind() != Kind::Empty);
+        }
+        self.guard.check(self, name.as_arg())?;
+        Ok(self.key_exists(name.as_arg()))
+    }
+
+    fn open_slot(&self, name: RStr) -> Result<*const Slot, Error> {
+        self.guard.check(self, name.as_arg())?;
+        let ptr = self.open_key(&name);
+        Ok(self.keys.keep(Slot::new(name, ptr)))
+    }
+
     fn key_named(&self, name: &[u8]) -> Result<Key<'_>, Error> {
         let slot = match self.keys.find(name) {
             Some(slot) => slot,
-            None => {
-                let name = super::names::name(name);
-                self.guard.check(self, name.as_arg())?;
-                self.keys.keep(Slot {
-                    ptr: Cell::new(self.open_key(&name)),
-                    name,
-                    written: Cell::new(false),
-                })
-            }
+            None => self.open_slot(super::names::name(name))?,
         };
         // SAFETY: the slot stays in the cache, unmoved, until `close_all`,
         // which needs `&mut self`: no `Key` borrowing `self` can be alive

@@ -31,6 +31,6 @@ pub mod string;
 pub use api::{detect_server, missing_api, release_constants, set_module_options, Word};
 pub use ctx::{log_warning, Class, Ctx, Level};
 pub use key::{Key, Kind, Members};
-pub use names::release_all as release_names;
+pub use names::{name_set, release_all as release_names, KeyName, NameSet};
 pub use reply::Reply;
 pub use string::{word, Arg, Argv, RStr};

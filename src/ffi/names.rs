@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::os::raw::c_char;
@@ -12,7 +13,7 @@ use std::ptr;
 
 use redis_module::raw;
 
-use super::string::RStr;
+use super::string::{Arg, RStr};
 
 /// How many names are kept at most; past it, all are dropped and the cache
 /// starts again (a queue's own names come back on its next call).
@@ -73,4 +74,114 @@ pub fn release_all() {
         // The table's own memory too: an unloaded module keeps nothing.
         drop(std::mem::take(&mut **names));
     });
+    SETS.with(|sets| drop(std::mem::take(&mut **sets.borrow_mut())));
+}
+
+/// A kept name of a [`NameSet`]: its string, and its bytes (read once, when
+/// it was made; a string never changes).
+struct Kept {
+    ptr: *mut raw::RedisModuleString,
+    bytes: *const u8,
+    len: usize,
+}
+
+/// The names of one prefix's fixed keys (the prefix followed by each of a
+/// table of suffixes), made once and kept between calls: a command finds
+/// them all with one lookup of its prefix.
+pub struct NameSet {
+    names: Box<[Kept]>,
+}
+
+/// One name of a [`NameSet`], borrowed from it.
+#[derive(Clone, Copy)]
+pub struct KeyName<'a> {
+    pub(super) ptr: *mut raw::RedisModuleString,
+    pub(super) bytes: &'a [u8],
+}
+
+impl NameSet {
+    fn new(prefix: &[u8], suffixes: &[&[u8]]) -> NameSet {
+        let names = suffixes
+            .iter()
+            .map(|suffix| {
+                let ptr = super::ctx::with_joined(&[prefix, suffix], |bytes| unsafe {
+                    api!(RedisModule_CreateString)(
+                        ptr::null_mut(),
+                        bytes.as_ptr().cast::<c_char>(),
+                        bytes.len(),
+                    )
+                });
+                let mut len = 0usize;
+                let bytes = unsafe { api!(RedisModule_StringPtrLen)(ptr, &mut len) }.cast::<u8>();
+                Kept { ptr, bytes, len }
+            })
+            .collect();
+        NameSet { names }
+    }
+
+    /// The name of suffix `i` of the table the set was made with.
+    pub fn get(&self, i: usize) -> KeyName<'_> {
+        let kept = &self.names[i];
+        KeyName {
+            ptr: kept.ptr,
+            // SAFETY: the string lives as long as the set, and never changes.
+            bytes: unsafe { std::slice::from_raw_parts(kept.bytes, kept.len) },
+        }
+    }
+}
+
+impl Drop for NameSet {
+    fn drop(&mut self) {
+        for kept in self.names.iter() {
+            unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), kept.ptr) };
+        }
+    }
+}
+
+impl<'a> KeyName<'a> {
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// One more reference to the name, owned by the caller (a key slot's
+    /// name outlives the set it came from).
+    pub(super) fn retained(&self) -> RStr {
+        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.ptr) };
+        RStr {
+            ptr: self.ptr,
+            ctx: ptr::null_mut(),
+        }
+    }
+
+    pub fn as_arg(&self) -> Arg<'a> {
+        Arg::borrowed(self.ptr)
+    }
+}
+
+/// How many prefixes' name sets are kept at most (past it, all are dropped;
+/// a set in use lives on until its call ends).
+const MAX_SETS: usize = 1024;
+
+type Sets = HashMap<Box<[u8]>, Rc<NameSet>>;
+
+thread_local! {
+    // As NAMES: never dropped by a thread-local destructor.
+    static SETS: RefCell<ManuallyDrop<Sets>> = RefCell::new(ManuallyDrop::new(HashMap::default()));
+}
+
+/// The names `prefix` followed by each of `suffixes` (a fixed table: the
+/// same for every call), kept between calls.
+pub fn name_set(prefix: &[u8], suffixes: &'static [&'static [u8]]) -> Rc<NameSet> {
+    SETS.with(|sets| {
+        let mut sets = sets.borrow_mut();
+        if let Some(set) = sets.get(prefix) {
+            return Rc::clone(set);
+        }
+        if sets.len() >= MAX_SETS {
+            sets.clear();
+        }
+        let set = Rc::new(NameSet::new(prefix, suffixes));
+        sets.insert(prefix.into(), Rc::clone(&set));
+        set
+    })
 }

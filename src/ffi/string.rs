@@ -57,6 +57,14 @@ pub struct Arg<'a> {
 }
 
 impl<'a> Arg<'a> {
+    /// A string that outlives `'a`, borrowed.
+    pub(super) fn borrowed(ptr: *mut raw::RedisModuleString) -> Arg<'a> {
+        Arg {
+            ptr,
+            _life: PhantomData,
+        }
+    }
+
     pub fn bytes(&self) -> &'a [u8] {
         // SAFETY: the string outlives 'a (an argument of the running
         // command, or an RStr borrowed for 'a).
