@@ -3,7 +3,7 @@
 //! arguments the commands share, and [`Args`], the cursor every command
 //! reads its arguments with.
 
-use crate::errors::{Error, LEASE_RANGE};
+use crate::errors::{Error, COUNT_RANGE, LEASE_RANGE};
 use crate::ffi::{Arg, Argv};
 use crate::keys;
 
@@ -77,6 +77,17 @@ impl<'a> Args<'a> {
             0 => Ok(None),
             2 if is_keyword(self.arg()?.bytes(), keyword) => Ok(Some(self.arg()?)),
             _ => Err(Error::Syntax),
+        }
+    }
+
+    /// The trailing `[COUNT n]` (n >= 1), `default` when absent.
+    pub fn count(&mut self, default: usize) -> Result<usize, Error> {
+        match self.option("COUNT")? {
+            None => Ok(default),
+            Some(n) => {
+                let n = int_in(n.bytes(), "COUNT", 1, i64::MAX, COUNT_RANGE)?;
+                Ok(usize::try_from(n).unwrap_or(usize::MAX))
+            }
         }
     }
 }

@@ -112,7 +112,7 @@ const COUNT: ArgDoc = ArgDoc {
 pub const COMMANDS: &[CommandDoc] = &[
     CommandDoc {
         name: "emq.claim",
-        handler: claim::claim,
+        handler: Handler::MayBlock(claim::claim),
         flags: "write fast blocking",
         arity: -3,
         summary: "Rotates the lane ring one step and leases the rotated lane's head job; with BLOCK, waits for a serviceable lane.",
@@ -124,7 +124,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.wclaim",
-        handler: claim::wclaim,
+        handler: Handler::MayBlock(claim::wclaim),
         flags: "write fast blocking",
         arity: -3,
         summary: "Rotates the lane ring one step and leases K = min(weight, depth, headroom) heads of the rotated lane; with BLOCK, waits for a serviceable lane.",
@@ -136,7 +136,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.weight",
-        handler: lanes::weight,
+        handler: Handler::Replies(lanes::weight),
         flags: "write fast",
         arity: 4,
         summary: "Sets a lane's weight: its share of heads per turn.",
@@ -148,7 +148,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.enqueue",
-        handler: lifecycle::enqueue,
+        handler: Handler::Replies(lifecycle::enqueue),
         flags: "write deny-oom fast",
         arity: -5,
         summary: "Adds jobs to a lane (ZADD NX), skipping leased and dead ids, and rings the lane if it became serviceable.",
@@ -160,7 +160,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.ack",
-        handler: lifecycle::ack,
+        handler: Handler::Replies(lifecycle::ack),
         flags: "write fast",
         arity: -4,
         summary: "Completes jobs leased under a token.",
@@ -172,7 +172,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.nack",
-        handler: lifecycle::nack,
+        handler: Handler::Replies(lifecycle::nack),
         flags: "write fast",
         arity: -4,
         summary: "Returns jobs leased under a token to their lanes at their mint scores, counting the return; a job at its max-deliveries dies instead.",
@@ -185,7 +185,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.extend",
-        handler: lifecycle::extend,
+        handler: Handler::Replies(lifecycle::extend),
         flags: "write fast",
         arity: -5,
         summary: "Moves the lease deadline of jobs leased under a token to max(token, now + lease).",
@@ -197,7 +197,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.reap",
-        handler: lifecycle::reap,
+        handler: Handler::Replies(lifecycle::reap),
         flags: "write",
         arity: -2,
         summary: "Returns expired leases to their lanes (as NACK), earliest deadline first.",
@@ -209,7 +209,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.limit",
-        handler: lanes::limit,
+        handler: Handler::Replies(lanes::limit),
         flags: "write",
         arity: 4,
         summary: "Sets or removes a lane's concurrency ceiling.",
@@ -221,7 +221,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.pause",
-        handler: lanes::pause,
+        handler: Handler::Replies(lanes::pause),
         flags: "write",
         arity: 3,
         summary: "Takes a lane out of service.",
@@ -233,7 +233,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.resume",
-        handler: lanes::resume,
+        handler: Handler::Replies(lanes::resume),
         flags: "write fast",
         arity: 3,
         summary: "Puts a paused lane back in service.",
@@ -245,7 +245,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.reassign",
-        handler: lanes::reassign,
+        handler: Handler::Replies(lanes::reassign),
         flags: "write",
         arity: 5,
         summary: "Moves a pending job to another lane, keeping its mint score.",
@@ -257,7 +257,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.lane",
-        handler: lanes::lane,
+        handler: Handler::Replies(lanes::lane),
         flags: "readonly",
         arity: 3,
         summary: "Shows a lane: depth, active, weight, limit, paused, ringed.",
@@ -269,7 +269,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.policy",
-        handler: dead::policy,
+        handler: Handler::Replies(dead::policy),
         flags: "write fast",
         arity: 4,
         summary: "Sets or removes the queue's max-deliveries: how many leases a job gets before it dies.",
@@ -281,7 +281,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.dead",
-        handler: dead::dead,
+        handler: Handler::Replies(dead::dead),
         flags: "readonly",
         arity: -2,
         summary: "Lists the oldest dead jobs: job, lane, when it died.",
@@ -293,7 +293,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.revive",
-        handler: dead::revive,
+        handler: Handler::Replies(dead::revive),
         flags: "write",
         arity: -3,
         summary: "Puts dead jobs back in their lanes at their mint scores.",
@@ -305,7 +305,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.queue",
-        handler: operate::queue,
+        handler: Handler::Replies(operate::queue),
         flags: "readonly",
         arity: 2,
         summary: "Shows the queue at a glance: ringed and paused lanes, leased and expired jobs, the next lease deadline, dead jobs, max-deliveries.",
@@ -317,7 +317,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.lanes",
-        handler: operate::lanes,
+        handler: Handler::Replies(operate::lanes),
         flags: "readonly",
         arity: -3,
         summary: "Iterates the queue's lanes as SCAN iterates keys: every lane with pending jobs, leases, a weight, a ceiling or a pause is returned at least once.",
@@ -329,7 +329,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.repair",
-        handler: repair::repair,
+        handler: Handler::Replies(repair::repair),
         flags: "write",
         arity: -3,
         summary: "Re-derives lanes' ring membership and active counts from their pending sets and the lease records naming them; removes their records that have no lease.",
@@ -350,7 +350,7 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
     CommandDoc {
         name: "emq.turn",
-        handler: claim::replay_turn,
+        handler: Handler::Replies(claim::replay_turn),
         flags: "write fast",
         arity: 6,
         summary: "Internal: one served claim turn as the primary made it (emq.replicate command). Accepted only from the replication stream or an AOF load.",
@@ -369,21 +369,21 @@ pub const COMMANDS: &[CommandDoc] = &[
     },
 ];
 
-/// The smallest argument count (name included) the documented arguments allow.
-pub fn min_argc(args: &[ArgDoc]) -> usize {
-    1 + args
-        .iter()
-        .filter(|a| !a.optional)
-        .map(|a| match a.kind {
-            Kind::Block(subs) => subs.len(),
-            _ => 1,
-        })
-        .sum::<usize>()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The smallest argument count (name included) the documented arguments allow.
+    pub fn min_argc(args: &[ArgDoc]) -> usize {
+        1 + args
+            .iter()
+            .filter(|a| !a.optional)
+            .map(|a| match a.kind {
+                Kind::Block(subs) => subs.len(),
+                _ => 1,
+            })
+            .sum::<usize>()
+    }
 
     #[test]
     fn arity_agrees_with_the_documented_arguments() {

@@ -11,7 +11,7 @@ use redis_module::{enum_configuration, RedisError};
 /// `emq.max-claim` (default 1000): the most heads one claim turn serves,
 /// whatever the weight, so that a huge weight cannot stall the server. The
 /// one place a native claim may serve fewer heads than its Lua twin.
-pub static MAX_CLAIM: AtomicI64 = AtomicI64::new(1000);
+pub static MAX_CLAIM: AtomicI64 = AtomicI64::new(MAX_CLAIM_DEFAULT);
 pub const MAX_CLAIM_DEFAULT: i64 = 1000;
 
 pub fn max_claim() -> i64 {

@@ -9,7 +9,9 @@ use proptest::prelude::*;
 
 use crate::args::{self, parse_i64};
 use crate::record;
-use crate::schedule::{head_turn, leaves_after, serve_count, take_heads, Head, Lane, Turn};
+use crate::schedule::{
+    head_turn, leaves_after, ring_change, serve_count, take_heads, Head, Lane, RingChange, Turn,
+};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -28,7 +30,7 @@ fn stored() -> impl Strategy<Value = Result<Option<i64>, ()>> {
 
 fn head_strategy() -> impl Strategy<Value = Head> {
     (
-        any::<bool>(),
+        proptest::bool::weighted(0.1),
         proptest::option::weighted(0.9, 0u64..50),
         stored(),
         stored(),
@@ -36,7 +38,7 @@ fn head_strategy() -> impl Strategy<Value = Head> {
         any::<bool>(),
     )
         .prop_map(|(name_empty, depth, weight, limit, active, paused)| Head {
-            name_empty: name_empty && depth == Some(7),
+            name_empty,
             depth,
             weight,
             limit,
@@ -149,4 +151,29 @@ proptest! {
             prop_assert_eq!(consumed, last + 1, "nothing after the K-th is removed");
         }
     }
+
+    /// The ring invariant through any change: a lane ringed exactly when it
+    /// was serviceable, moved as `ring_change` says, is ringed exactly when
+    /// it is serviceable after.
+    #[test]
+    fn the_ring_follows_serviceability(before in lane_strategy(), after in lane_strategy()) {
+        let ringed = before.serviceable();
+        let ringed_after = match ring_change(&before, &after) {
+            RingChange::Join => { prop_assert!(!ringed, "joined twice"); true }
+            RingChange::Leave => { prop_assert!(ringed, "left while not in"); false }
+            RingChange::Stay => ringed,
+        };
+        prop_assert_eq!(ringed_after, after.serviceable());
+    }
+}
+
+fn lane_strategy() -> impl Strategy<Value = Lane> {
+    (0u64..4, 0i64..4, proptest::option::of(1i64..4), any::<bool>()).prop_map(
+        |(depth, active, limit, paused)| Lane {
+            depth,
+            active,
+            limit,
+            paused,
+        },
+    )
 }

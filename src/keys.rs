@@ -2,7 +2,7 @@
 //! prefix followed by a fixed suffix (`P gring`: the prefix, then `RING`),
 //! so the prefix is the one declared key.
 
-/// A queue's fixed keys: `P` followed by [`Fixed::suffix`].
+/// A queue's fixed keys: `P` followed by its entry in [`SUFFIXES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fixed {
     Ring,
@@ -32,12 +32,6 @@ pub const SUFFIXES: &[&[u8]] = &[
     b"jdead",
     b"policy",
 ];
-
-impl Fixed {
-    pub fn suffix(self) -> &'static [u8] {
-        SUFFIXES[self as usize]
-    }
-}
 
 /// `P g:<lane>:pending`, the lane's waiting jobs. The name is not
 /// injective across queues: when one prefix extends another, a lane name
@@ -72,8 +66,8 @@ mod tests {
 
     #[test]
     fn every_fixed_key_has_its_suffix() {
-        assert_eq!(Fixed::Ring.suffix(), b"gring");
-        assert_eq!(Fixed::Policy.suffix(), b"policy");
+        assert_eq!(SUFFIXES[Fixed::Ring as usize], b"gring");
+        assert_eq!(SUFFIXES[Fixed::Policy as usize], b"policy");
         assert_eq!(SUFFIXES.len(), Fixed::Policy as usize + 1);
     }
 
@@ -97,5 +91,8 @@ mod tests {
         // The first '{' decides: "{}{x}" has an empty tag.
         assert!(!has_hash_tag(b"{}{x}"));
         assert!(!has_hash_tag(b"emq:}{"));
+        // Any length of tag (the server's rule has no bound).
+        let long = format!("q:{{{}}}:", "t".repeat(300));
+        assert!(has_hash_tag(long.as_bytes()));
     }
 }

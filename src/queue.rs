@@ -48,13 +48,11 @@ impl<'q> Queue<'q> {
         self.names.get(key as usize)
     }
 
-    /// The fixed key `key`, opened (untyped).
-    pub fn key(&self, key: Fixed) -> Result<Key<'q>, Error> {
-        self.ctx.key_by(self.names.get(key as usize))
-    }
-
+    /// The fixed key `key`, opened and type-checked. Never `P gpaused`: a
+    /// set is reached only by calls, which must not write under a handle.
     fn typed(&self, key: Fixed, kind: Kind) -> Result<Key<'q>, Error> {
-        self.key(key)?.expect(kind)
+        assert!(key != Fixed::Paused, "P gpaused opened as a key");
+        self.ctx.key_by(self.names.get(key as usize))?.expect(kind)
     }
 
     /// The fixed key `key` when it exists (typed; its permission checked

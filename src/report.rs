@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use crate::ffi::{ctx::Level, Ctx};
+use crate::ffi::Ctx;
 
 static LAST_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
@@ -25,5 +25,5 @@ pub fn damage(ctx: &Ctx, what: impl FnOnce() -> String) {
             " ({left_out} more such warnings in the last second were not logged)"
         ));
     }
-    ctx.log(Level::Warning, &msg);
+    ctx.warn(&msg);
 }

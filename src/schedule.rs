@@ -334,6 +334,16 @@ mod tests {
             ..ok
         };
         assert_eq!(head_turn(&both, 1000), Turn::Drop);
+        let nameless_wrong_type = Head {
+            name_empty: true,
+            depth: None,
+            ..ok
+        };
+        assert_eq!(
+            head_turn(&nameless_wrong_type, 1000),
+            Turn::Drop,
+            "a nameless lane is never served, whatever its key holds"
+        );
         let empty = Head {
             depth: Some(0),
             limit: Err(()),

@@ -69,6 +69,10 @@ impl Bench {
         assert_eq!(digest(c), digest_before, "{name} {args:?} changed the dataset");
         assert_eq!(diff(&before, &snapshot(c, P), 0.0), None, "{name} {args:?}");
 
+        // The operator commands have no twin (SPEC section 5).
+        if !WITH_SHARED.contains(&name) && !STANDALONE.contains(&name) {
+            return;
+        }
         let lua = Emq {
             flavor: Flavor::Lua,
             twins: &self.twins,
@@ -84,7 +88,7 @@ impl Bench {
 fn nothing(_: &mut redis::Connection) {}
 
 #[test]
-fn wrong_arity() {
+fn every_command_refuses_a_wrong_number_of_arguments() {
     let mut b = Bench::new();
     for (name, args) in [
         ("claim", &[P][..]),
@@ -93,6 +97,24 @@ fn wrong_arity() {
         ("wclaim", &[P]),
         ("weight", &[P, "a"]),
         ("weight", &[P, "a", "1", "2"]),
+        ("enqueue", &[P, "a", "1"]),
+        ("enqueue", &[P, "a", "1", "j", "2"]),
+        ("ack", &[P, "1"]),
+        ("nack", &[P]),
+        ("extend", &[P, "1", "100"]),
+        ("reap", &[]),
+        ("limit", &[P, "a"]),
+        ("pause", &[P, "a", "b"]),
+        ("resume", &[P]),
+        ("reassign", &[P, "j", "a"]),
+        ("lane", &[P, "a", "b"]),
+        ("policy", &[P, "max-deliveries"]),
+        ("dead", &[]),
+        ("revive", &[P]),
+        ("queue", &[]),
+        ("queue", &[P, "x"]),
+        ("lanes", &[P]),
+        ("repair", &[P]),
     ] {
         b.refused(&healthy, name, args, "wrong number of arguments");
     }
@@ -218,26 +240,6 @@ fn string_at(first: fn(&mut redis::Connection), key: &'static str) -> impl Fn(&m
             .arg("x")
             .query(c)
             .unwrap();
-    }
-}
-
-#[test]
-fn lifecycle_arity() {
-    let mut b = Bench::new();
-    for (name, args) in [
-        ("enqueue", &[P, "a", "1"][..]),
-        ("enqueue", &[P, "a", "1", "j", "2"]),
-        ("ack", &[P, "1"]),
-        ("nack", &[P]),
-        ("extend", &[P, "1", "100"]),
-        ("reap", &[]),
-        ("limit", &[P, "a"]),
-        ("pause", &[P, "a", "b"]),
-        ("resume", &[P]),
-        ("reassign", &[P, "j", "a"]),
-        ("lane", &[P, "a", "b"]),
-    ] {
-        b.refused(&healthy, name, args, "wrong number of arguments");
     }
 }
 
@@ -373,5 +375,116 @@ fn lifecycle_corrupt_stored_values() {
         "reassign",
         &[P, "a1", "a", "b"],
         "limit of lane 'b'",
+    );
+}
+
+/// `healthy` plus one dead job `jd` of lane `a` and a policy.
+fn with_dead(c: &mut redis::Connection) {
+    healthy(c);
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("{P}dead"))
+        .arg(1000)
+        .arg("jd")
+        .query(c)
+        .unwrap();
+    hset(c, &format!("{P}jdead"), "jd", "7 a");
+    hset(c, &format!("{P}jreturns"), "ja", "2");
+    hset(c, &format!("{P}policy"), "max-deliveries", "3");
+}
+
+#[test]
+fn dead_letter_commands_refuse_bad_input() {
+    let mut b = Bench::new();
+    for n in ["0", "-1", "x", "1.5", "", "9223372036854775808"] {
+        b.refused(
+            &with_dead,
+            "policy",
+            &[P, "max-deliveries", n],
+            "max-deliveries must be an integer >= 1 or NONE",
+        );
+        b.refused(
+            &with_dead,
+            "dead",
+            &[P, "COUNT", n],
+            "COUNT must be an integer >= 1",
+        );
+    }
+    b.refused(
+        &with_dead,
+        "policy",
+        &[P, "retries", "3"],
+        "the policy setting must be max-deliveries",
+    );
+    b.refused(&with_dead, "dead", &[P, "COUNT"], "syntax error");
+    b.refused(&with_dead, "dead", &[P, "LIMIT", "1"], "syntax error");
+    b.refused(
+        &nothing,
+        "policy",
+        &["", "max-deliveries", "3"],
+        "prefix must not be empty",
+    );
+    b.refused(&nothing, "revive", &["", "jd"], "prefix must not be empty");
+}
+
+#[test]
+fn operator_commands_refuse_bad_input() {
+    let mut b = Bench::new();
+    for cursor in ["x", "-1", "1.5", ""] {
+        b.refused(
+            &healthy,
+            "lanes",
+            &[P, cursor],
+            "cursor must be an unsigned integer",
+        );
+    }
+    for n in ["0", "x"] {
+        b.refused(
+            &healthy,
+            "lanes",
+            &[P, "0", "COUNT", n],
+            "COUNT must be an integer >= 1",
+        );
+    }
+    b.refused(&healthy, "repair", &[P, ""], "lane must not be empty");
+    b.refused(&nothing, "queue", &[""], "prefix must not be empty");
+}
+
+#[test]
+fn dead_letter_keys_of_the_wrong_type() {
+    let mut b = Bench::new();
+    let cases: &[WrongTypeCase] = &[
+        (with_dead, "dead", "dead", &[P]),
+        (with_dead, "jdead", "dead", &[P]),
+        (with_dead, "dead", "revive", &[P, "jd"]),
+        (with_dead, "jdead", "revive", &[P, "jd"]),
+        (with_dead, "policy", "policy", &[P, "max-deliveries", "2"]),
+        (with_dead, "policy", "queue", &[P]),
+        (with_dead, "dead", "queue", &[P]),
+        (leased_with_policy, "jreturns", "nack", &[P, "5000", "ja"]),
+        (leased_with_policy, "jreturns", "ack", &[P, "5000", "ja"]),
+        (leased_with_policy, "policy", "nack", &[P, "5000", "ja"]),
+        (leased_with_policy, "dead", "reap", &[P]),
+        (leased_with_policy, "jdead", "reap", &[P]),
+    ];
+    for (state, key, name, args) in cases {
+        b.refused(&string_at(*state, key), name, args, "WRONGTYPE");
+    }
+}
+
+/// `leased` with `max-deliveries 1`: its NACK or REAP would kill `ja`.
+fn leased_with_policy(c: &mut redis::Connection) {
+    leased(c);
+    hset(c, &format!("{P}policy"), "max-deliveries", "1");
+    hset(c, &format!("{P}jreturns"), "ja", "0");
+}
+
+#[test]
+fn damaged_stored_settings_are_refused_by_what_reads_them() {
+    let mut b = Bench::new();
+    b.refused(
+        &also(leased, "policy", "max-deliveries", "x"),
+        "nack",
+        &[P, "5000", "ja"],
+        "max-deliveries",
     );
 }

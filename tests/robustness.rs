@@ -47,7 +47,7 @@ fn the_panicking_test_command_is_absent_from_an_ordinary_load() {
 
 /// Junk for any argument position.
 fn junk(rng: &mut rng::Rng) -> Vec<u8> {
-    let pool: [&[u8]; 22] = [
+    let pool: [&[u8]; 24] = [
         b"",
         b"0",
         b"-1",
@@ -69,6 +69,8 @@ fn junk(rng: &mut rng::Rng) -> Vec<u8> {
         b"h{q}:",
         b"lane",
         b"job",
+        b"job2",
+        b"max-deliveries",
         b"\xff\xfe",
     ];
     match rng.below(40) {
@@ -84,7 +86,7 @@ fn thousands_of_hostile_calls_change_nothing_when_refused_and_never_kill_the_ser
     let mut rng = rng::Rng::new(2026);
     let names = [
         "CLAIM", "WCLAIM", "WEIGHT", "ENQUEUE", "ACK", "NACK", "EXTEND", "REAP", "LIMIT", "PAUSE", "RESUME",
-        "REASSIGN", "LANE",
+        "REASSIGN", "LANE", "POLICY", "DEAD", "REVIVE", "QUEUE", "LANES", "REPAIR",
     ];
     let (mut refused, mut accepted) = (0, 0);
     for round in 0..3_000 {
@@ -93,12 +95,21 @@ fn thousands_of_hostile_calls_change_nothing_when_refused_and_never_kill_the_ser
             let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
             cmd(&mut c, &["EMQ.ENQUEUE", "h{q}:", "lane", "1", "job", "2", "job2"]);
             cmd(&mut c, &["EMQ.WCLAIM", "h{q}:", "60000"]);
-            match rng.below(6) {
+            cmd(&mut c, &["EMQ.ENQUEUE", "h{q}:", "lane", "3", "dead1"]);
+            cmd(&mut c, &["EMQ.POLICY", "h{q}:", "max-deliveries", "1"]);
+            cmd(&mut c, &["EMQ.WCLAIM", "h{q}:", "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            cmd(&mut c, &["EMQ.REAP", "h{q}:"]);
+            match rng.below(10) {
                 0 => drop(cmd(&mut c, &["HSET", "h{q}:gweight", "lane", "x"])),
                 1 => drop(cmd(&mut c, &["HSET", "h{q}:glimit", "lane", "-"])),
                 2 => drop(cmd(&mut c, &["HSET", "h{q}:gactive", "lane", "1.5"])),
                 3 => drop(cmd(&mut c, &["HSET", "h{q}:jlease", "job", "junk"])),
                 4 => drop(cmd(&mut c, &["SET", "h{q}:gpaused", "x"])),
+                5 => drop(cmd(&mut c, &["HSET", "h{q}:policy", "max-deliveries", "x"])),
+                6 => drop(cmd(&mut c, &["HSET", "h{q}:jdead", "job2", "junk"])),
+                7 => drop(cmd(&mut c, &["SET", "h{q}:jreturns", "x"])),
+                8 => drop(cmd(&mut c, &["SET", "h{q}:dead", "x"])),
                 _ => {}
             }
         }

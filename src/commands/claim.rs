@@ -42,12 +42,12 @@ use crate::stats;
 use super::Call;
 
 /// `EMQ.CLAIM P lease [BLOCK ms]`: plain rotation, the weight taken as 1.
-pub fn claim<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn claim<'a>(call: &Call, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
     command(call, argv, false)
 }
 
 /// `EMQ.WCLAIM P lease [BLOCK ms]`: the weighted rotation.
-pub fn wclaim<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn wclaim<'a>(call: &Call, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
     command(call, argv, true)
 }
 
@@ -84,27 +84,28 @@ fn parse<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Request<'a>, Error> {
     Ok(Request { prefix, lease, block })
 }
 
-fn command<'a>(call: &Call, argv: Argv<'a>, weighted: bool) -> Result<Reply<'a>, Error> {
+/// The reply, or `None` when the client now waits (answered later).
+fn command<'a>(call: &Call, argv: Argv<'a>, weighted: bool) -> Result<Option<Reply>, Error> {
     let req = parse(call.ctx, argv)?;
     let q = Queue::new(call, req.prefix);
     let claim = Claim::open(&q, weighted)?;
     let deadline = call.ctx.now_ms().saturating_add(req.lease);
     let Some(timeout) = req.block.filter(|_| call.ctx.may_block()) else {
         let served = claim.turn(deadline)?;
-        return Ok(served.unwrap_or_else(|| {
+        return Ok(Some(served.unwrap_or_else(|| {
             call.count(&stats::CLAIMS_EMPTY, 1);
             Reply::empty()
-        }));
+        })));
     };
     // Expired leases go back first, even when nothing else can be served
     // (the call's own context may write and then wait; a wake-up may not).
     let first = claim.first_servable()?;
     if claim.reap_first()? {
         if let Some(reply) = claim.serve_from(claim.first_servable()?, deadline)? {
-            return Ok(reply);
+            return Ok(Some(reply));
         }
     } else if let Some(reply) = claim.serve_from(first, deadline)? {
-        return Ok(reply);
+        return Ok(Some(reply));
     }
     // Nothing can be served: wait on the ring, woken when a lane joins it
     // (and by the expiry timer when leases of the queue run out).
@@ -120,12 +121,12 @@ fn command<'a>(call: &Call, argv: Argv<'a>, weighted: bool) -> Result<Reply<'a>,
             arg: watch,
         },
     );
-    Ok(Reply::Blocked)
+    Ok(None)
 }
 
 /// A blocked claim's ring was signalled: claim once if a lane can be served
 /// (`Some`), else keep waiting without writing anything (`None`).
-fn on_ready<'a>(ctx: &Ctx, argv: Argv<'a>, weighted: bool) -> Result<Option<Reply<'a>>, Error> {
+fn on_ready<'a>(ctx: &Ctx, argv: Argv<'a>, weighted: bool) -> Result<Option<Reply>, Error> {
     let call = Call::new(ctx, false);
     let req = parse(ctx, argv)?;
     let q = Queue::new(&call, req.prefix);
@@ -148,11 +149,11 @@ fn wait_ended(ctx: Option<&Ctx>, watch: u64) {
     crate::expiry::unwatch(ctx, watch);
 }
 
-fn claim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply<'a>>, Error> {
+fn claim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
     on_ready(ctx, argv, false)
 }
 
-fn wclaim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply<'a>>, Error> {
+fn wclaim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
     on_ready(ctx, argv, true)
 }
 
@@ -226,7 +227,7 @@ impl<'q> Claim<'q> {
 
     /// One turn of a non-blocking claim: the reply when it served. Expired
     /// leases go back first (`emq.reap-on-claim`).
-    fn turn(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+    fn turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
         if self.reap_due()? {
             // The head's keys are opened (and their permission checked)
             // before the first write.
@@ -238,7 +239,7 @@ impl<'q> Claim<'q> {
         self.head_turn(deadline)
     }
 
-    fn head_turn(&self, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+    fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
         let Some(lane) = self.ring.list_get(0) else {
             return Ok(None);
         };
@@ -283,7 +284,7 @@ impl<'q> Claim<'q> {
 
     /// Serves the lane at ring position `first`, dropping and skipping the
     /// ones before it; nothing when there is none.
-    fn serve_from(&self, first: Option<usize>, deadline: i64) -> Result<Option<Reply<'static>>, Error> {
+    fn serve_from(&self, first: Option<usize>, deadline: i64) -> Result<Option<Reply>, Error> {
         let Some(first) = first else {
             return Ok(None);
         };
@@ -391,7 +392,7 @@ impl<'q> Claim<'q> {
     }
 
     /// Carries out a planned turn; the reply when it leased jobs.
-    fn apply(&self, lane: RStr, plan: Plan<'q>, deadline: i64) -> Option<Reply<'static>> {
+    fn apply(&self, lane: RStr, plan: Plan<'q>, deadline: i64) -> Option<Reply> {
         let call = self.q.call;
         match plan {
             Plan::Drop => {
@@ -544,7 +545,7 @@ struct Served {
 }
 
 /// `[lane, deadline, job…]`.
-fn claim_reply(lane: RStr, deadline: i64, taken: Members) -> Reply<'static> {
+fn claim_reply(lane: RStr, deadline: i64, taken: Members) -> Reply {
     let mut reply = Vec::with_capacity(2 + taken.len());
     reply.push(Reply::Owned(lane));
     reply.push(Reply::Int(deadline));
@@ -560,9 +561,9 @@ fn claim_reply(lane: RStr, deadline: i64, taken: Members) -> Reply<'static> {
 /// depth: a lane with fewer heads, or none fresh, does not fit.)
 /// Internal: accepted only from the replication stream or an AOF load, where
 /// the keyspace is the primary's at that point.
-pub fn replay_turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn replay_turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 5, 5)?;
-    if !call.ctx.from_primary_or_loading() {
+    if !call.ctx.replayed() {
         return Err(Error::InternalCommand("EMQ.TURN"));
     }
     let prefix = args.prefix(call.ctx.is_cluster())?;

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::args::{self, Args};
-use crate::errors::{Error, COUNT_RANGE};
+use crate::errors::Error;
 use crate::ffi::{Arg, Argv, Class, Reply};
 use crate::queue::Queue;
 use crate::record;
@@ -18,7 +18,7 @@ const MAX_DELIVERIES: &[u8] = b"max-deliveries";
 
 /// `EMQ.POLICY P max-deliveries n | NONE`: sets (n >= 1) or removes how many
 /// leases a job gets before it dies. Reply `OK`.
-pub fn policy<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn policy<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let setting = args.arg()?;
@@ -61,18 +61,15 @@ pub fn policy<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 
 /// `EMQ.DEAD P [COUNT n]`: the oldest `n` (default 100) dead jobs, oldest
 /// first, each `[job, lane, died_at]` (lane nil when its record is damaged).
-pub fn dead<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn dead<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
-    let count = match args.option("COUNT")? {
-        None => 100,
-        Some(n) => args::int_in(n.bytes(), "COUNT", 1, i64::MAX, COUNT_RANGE)?,
-    };
+    let count = args.count(100)?;
     let q = Queue::new(call, prefix);
     let dead = q.dead()?;
     let jdead = q.jdead()?;
     let rows = dead
-        .zset_range(f64::INFINITY, usize::try_from(count).unwrap_or(usize::MAX))
+        .zset_range(f64::INFINITY, count)
         .into_iter()
         .map(|(job, died_at)| {
             let lane = jdead
@@ -89,7 +86,7 @@ pub fn dead<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 /// sets at their mint scores, with no returns counted; the lanes ring as
 /// ENQUEUE would. Reply: the number revived. A job whose dead record is
 /// damaged stays dead (EMQ.DEAD shows it without a lane).
-pub fn revive<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn revive<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let q = Queue::new(call, prefix);

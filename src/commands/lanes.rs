@@ -13,7 +13,7 @@ use super::Call;
 
 /// `EMQ.WEIGHT P lane weight`: one `HSET P gweight lane weight`. A weight
 /// never changes serviceability, so the ring is not touched.
-pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let lane = args.lane()?;
@@ -28,7 +28,7 @@ pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 }
 
 /// `EMQ.LIMIT P lane n | NONE`: sets or removes the lane's ceiling.
-pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let lane = args.lane()?;
@@ -68,17 +68,17 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 
 /// `EMQ.PAUSE P lane`: takes the lane out of service. Reply 1 if it was not
 /// paused, else 0.
-pub fn pause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn pause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     set_paused(call, argv, true)
 }
 
 /// `EMQ.RESUME P lane`: puts a paused lane back in service. Reply 1 if it was
 /// paused, else 0.
-pub fn resume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn resume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     set_paused(call, argv, false)
 }
 
-fn set_paused<'a>(call: &Call, argv: Argv<'a>, paused: bool) -> Result<Reply<'a>, Error> {
+fn set_paused<'a>(call: &Call, argv: Argv<'a>, paused: bool) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 2)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let lane = args.lane()?;
@@ -99,7 +99,7 @@ fn set_paused<'a>(call: &Call, argv: Argv<'a>, paused: bool) -> Result<Reply<'a>
 /// `EMQ.REASSIGN P job from to`: moves a pending job to another lane at the
 /// same mint score. Reply 1 if moved, 0 if it was not pending in `from` or
 /// `from == to`.
-pub fn reassign<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn reassign<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 4, 4)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let job = args.arg()?;
@@ -132,7 +132,7 @@ pub fn reassign<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 
 /// `EMQ.LANE P lane`: depth, active, weight, limit (nil when none), paused
 /// and ringed, as a map (RESP3) or a flat field/value array (RESP2).
-pub fn lane<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn lane<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 2)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let lane: Arg = args.lane()?;

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use crate::args::Args;
-use crate::errors::{Error, COUNT_RANGE, FLOAT, INTEGER};
+use crate::errors::{Error, FLOAT, INTEGER};
 use crate::ffi::{word, Arg, Argv, Class, Reply, Word};
 use crate::queue::Queue;
 use crate::schedule::{ring_change, Lane};
@@ -19,7 +19,7 @@ use super::Call;
 
 /// `EMQ.ENQUEUE P lane mint job [mint job …]`: `ZADD NX` into the lane,
 /// skipping job ids that are leased or dead. Reply: the number added.
-pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     if argv.len() < 5 || argv.len().is_multiple_of(2) {
         return Err(Error::WrongArity);
     }
@@ -64,17 +64,17 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 }
 
 /// `EMQ.ACK P token job [job …]`: completes the jobs leased under `token`.
-pub fn ack<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn ack<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     settle(call, argv, Ending::Ack)
 }
 
 /// `EMQ.NACK P token job [job …]`: returns the jobs leased under `token` to
 /// their lanes at their mint scores.
-pub fn nack<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn nack<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     settle(call, argv, Ending::Return)
 }
 
-fn settle<'a>(call: &Call, argv: Argv<'a>, ending: Ending) -> Result<Reply<'a>, Error> {
+fn settle<'a>(call: &Call, argv: Argv<'a>, ending: Ending) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let token = token(args.arg()?)?;
@@ -98,7 +98,7 @@ fn settle<'a>(call: &Call, argv: Argv<'a>, ending: Ending) -> Result<Reply<'a>, 
 
 /// `EMQ.EXTEND P token lease job [job …]`: moves the deadline of the jobs
 /// leased under `token` to `max(token, now + lease)`. Reply `[deadline, n]`.
-pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 4, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let token = token(args.arg()?)?;
@@ -133,13 +133,10 @@ pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
 /// `EMQ.REAP P [COUNT n]`: expired leases (deadline <= now), earliest first,
 /// go back to pending as NACK does. Reply: the reaped job ids (a lease whose
 /// record was damaged is dropped and listed too).
-pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
-    let count = match args.option("COUNT")? {
-        None => 100,
-        Some(n) => crate::args::int_in(n.bytes(), "COUNT", 1, i64::MAX, COUNT_RANGE)?,
-    };
+    let count = args.count(100)?;
     let q = Queue::new(call, prefix);
     let reaped = release::reap_expired(
         &q,

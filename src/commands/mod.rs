@@ -17,7 +17,17 @@ use crate::replicate::Replicator;
 use crate::stats::Counter;
 
 /// A command body: reads its arguments, does its work, returns its reply.
-pub type Handler = for<'a> fn(&Call, Argv<'a>) -> Result<Reply<'a>, Error>;
+pub type ReplyFn = for<'a> fn(&Call, Argv<'a>) -> Result<Reply, Error>;
+
+/// A command body that may block its client instead of replying now
+/// (`None`: the client waits and is answered later).
+pub type BlockFn = for<'a> fn(&Call, Argv<'a>) -> Result<Option<Reply>, Error>;
+
+#[derive(Clone, Copy)]
+pub enum Handler {
+    Replies(ReplyFn),
+    MayBlock(BlockFn),
+}
 
 /// One call of a command.
 pub struct Call<'c> {
@@ -33,7 +43,7 @@ impl<'c> Call<'c> {
         Call {
             ctx,
             repl: Replicator::new(ctx, verbatim),
-            counts: !ctx.from_primary_or_loading(),
+            counts: !ctx.replayed(),
         }
     }
 
@@ -45,7 +55,10 @@ impl<'c> Call<'c> {
 }
 
 /// Runs command `doc` (the runner `lib.rs` registers the table with).
-pub fn run<'a>(ctx: &Ctx, argv: Argv<'a>, doc: &'static CommandDoc) -> Result<Reply<'a>, Error> {
+pub fn run<'a>(ctx: &Ctx, argv: Argv<'a>, doc: &'static CommandDoc) -> Result<Option<Reply>, Error> {
     let call = Call::new(ctx, doc.deterministic && config::replicate_command());
-    (doc.handler)(&call, argv)
+    match doc.handler {
+        Handler::Replies(body) => body(&call, argv).map(Some),
+        Handler::MayBlock(body) => body(&call, argv),
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::args::{self, Args};
-use crate::errors::{Error, COUNT_RANGE};
+use crate::args::Args;
+use crate::errors::Error;
 use crate::ffi::{Argv, RStr, Reply};
 use crate::keys::Fixed;
 use crate::queue::Queue;
@@ -16,7 +16,7 @@ use super::Call;
 /// `EMQ.QUEUE P`: lanes in the ring, paused lanes, leased jobs, expired
 /// leases not yet returned, the earliest lease deadline (nil when none), dead
 /// jobs, `max-deliveries` (nil when none). Each figure O(1) or O(log N).
-pub fn queue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn queue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, 1)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let q = Queue::new(call, prefix);
@@ -86,14 +86,11 @@ const SOURCE_BITS: u32 = 3;
 /// cursor 0 starts, a returned 0 ends; every lane that has pending jobs,
 /// leases, a weight, a ceiling or a pause for the whole iteration is returned
 /// at least once; each call does about `COUNT` (default 10) work.
-pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, usize::MAX)?;
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let cursor = args.arg()?;
-    let count = match args.option("COUNT")? {
-        None => 10,
-        Some(n) => args::int_in(n.bytes(), "COUNT", 1, i64::MAX, COUNT_RANGE)? as u64,
-    };
+    let count = args.count(10)? as u64;
     let cursor: u64 = std::str::from_utf8(cursor.bytes())
         .ok()
         .filter(|s| !s.starts_with('+'))

@@ -377,12 +377,6 @@ fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
     q.call.repl.effect(c"ZADD", &zadd);
 }
 
-/// Whether the queue has a lease whose deadline has passed (one look at the
-/// earliest lease).
-pub fn any_expired(q: &Queue) -> Result<bool, Error> {
-    Ok(q.leases()?.zset_has_at_most(q.ctx.now_ms() as f64))
-}
-
 /// Returns the queue's expired leases (deadline <= now), earliest first, at
 /// most `max` of them, as NACK does. Returns the jobs whose leases ended.
 /// With `OnDamagedLane::Leave` the leases of damaged lanes are passed over

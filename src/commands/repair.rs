@@ -68,7 +68,7 @@ impl Plan<'_> {
         !self.orphans.is_empty() || self.active_changes() || self.ring_changes()
     }
 
-    fn reply<'r>(self, dry: bool) -> Reply<'r> {
+    fn reply(self, dry: bool) -> Reply {
         let changed = self.changed();
         Reply::Map(vec![
             ("changed", Reply::Int(i64::from(changed))),
@@ -121,7 +121,7 @@ fn parse<'a>(rest: &[Arg<'a>]) -> Result<(Vec<Arg<'a>>, bool, bool), Error> {
 /// `EMQ.REPAIR P LANES n lane … [DRYRUN]` (an array of those maps, one per
 /// distinct lane). With DRYRUN nothing is written: the reply says what
 /// would change.
-pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply<'a>, Error> {
+pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut a = args::Args::new(argv, 2, usize::MAX)?;
     let prefix = a.prefix(call.ctx.is_cluster())?;
     let (lanes, dry, batch) = parse(&a.rest())?;

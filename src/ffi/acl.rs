@@ -113,7 +113,7 @@ impl Ctx {
     /// The calling user: `None` when there is nothing to check (no client,
     /// or the superuser); `Some(None)` when the client's user is gone.
     fn caller(&self) -> Option<Option<*mut raw::RedisModuleUser>> {
-        if self.from_primary_or_loading() {
+        if self.replayed() {
             return None;
         }
         unsafe {
@@ -130,7 +130,7 @@ impl Ctx {
                 return None;
             }
             set_errno(0);
-            let name = RStr::own(name_by_id(self.ptr, id), self.ptr);
+            let name = RStr::own(name_by_id(self.ptr, id));
             let name = match name {
                 Some(name) => name,
                 // A listed client without a user: the superuser.
@@ -139,7 +139,7 @@ impl Ctx {
                     if !self.has_user() {
                         return None;
                     }
-                    RStr::own(current(self.ptr), self.ptr)?
+                    RStr::own(current(self.ptr))?
                 }
             };
             let user = user_of(name.ptr);

@@ -15,7 +15,7 @@ use crate::errors::Error;
 /// What a blocked client does when the key it waits on is signalled ready:
 /// `Ok(Some(reply))` answers it (it stops waiting), `Ok(None)` keeps it
 /// waiting, `Err` answers the error.
-pub type Ready = for<'a> fn(&Ctx, Argv<'a>) -> Result<Option<Reply<'a>>, Error>;
+pub type Ready = for<'a> fn(&Ctx, Argv<'a>) -> Result<Option<Reply>, Error>;
 
 /// A blocked client's callbacks: `ready` as above, `ended(ctx, arg)` once
 /// however the wait ends (served, timed out, disconnected, unblocked).

@@ -13,16 +13,17 @@ use super::reply::Reply;
 use super::string::Argv;
 use crate::errors::Error;
 
-/// Runs a command's body. `writable`: the command writes (its keys are
-/// opened for writing).
-pub fn command(
+/// Runs a command's body (`Ok(None)`: it blocked its client, which is
+/// answered later). `writable`: the command writes (its keys are opened for
+/// writing).
+pub(super) fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     writable: bool,
-    body: impl for<'a> FnOnce(&Ctx, Argv<'a>) -> Result<Reply<'a>, Error>,
+    body: impl for<'a> FnOnce(&Ctx, Argv<'a>) -> Result<Option<Reply>, Error>,
 ) -> c_int {
-    guarded(ctx, argv, argc, writable, |ctx, argv| body(ctx, argv).map(Some));
+    guarded(ctx, argv, argc, writable, body);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -33,7 +34,7 @@ pub(super) fn guarded(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     writable: bool,
-    body: impl for<'a> FnOnce(&Ctx, Argv<'a>) -> Result<Option<Reply<'a>>, Error>,
+    body: impl for<'a> FnOnce(&Ctx, Argv<'a>) -> Result<Option<Reply>, Error>,
 ) -> bool {
     let sent = catch_unwind(AssertUnwindSafe(|| {
         let ctx = Ctx::new(ctx, writable);

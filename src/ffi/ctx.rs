@@ -33,13 +33,6 @@ pub enum Class {
     Zset = raw::REDISMODULE_NOTIFY_ZSET as isize,
 }
 
-/// Which level a log line is written at.
-#[derive(Debug, Clone, Copy)]
-pub enum Level {
-    Notice,
-    Warning,
-}
-
 impl Ctx {
     /// `writable`: keys are opened for writing (the command is a write
     /// command); else for reading only.
@@ -56,7 +49,7 @@ impl Ctx {
     pub fn string(&self, bytes: &[u8]) -> RStr {
         let ptr =
             unsafe { api!(RedisModule_CreateString)(self.ptr, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
-        RStr { ptr, ctx: self.ptr }
+        RStr { ptr }
     }
 
     /// The pieces joined into one string (on the stack when short: key
@@ -68,7 +61,6 @@ impl Ctx {
     pub fn string_from_i64(&self, v: i64) -> RStr {
         RStr {
             ptr: unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ptr, v) },
-            ctx: self.ptr,
         }
     }
 
@@ -76,7 +68,6 @@ impl Ctx {
     pub fn string_from_double(&self, v: f64) -> RStr {
         RStr {
             ptr: unsafe { api!(RedisModule_CreateStringFromDouble)(self.ptr, v) },
-            ctx: self.ptr,
         }
     }
 
@@ -115,7 +106,7 @@ impl Ctx {
 
     /// Whether this call comes from the primary's replication stream or an
     /// AOF being loaded (not from a client).
-    pub fn from_primary_or_loading(&self) -> bool {
+    pub fn replayed(&self) -> bool {
         self.any_flag(raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
     }
 
@@ -152,8 +143,9 @@ impl Ctx {
 
     // ---- the log ----
 
-    pub fn log(&self, level: Level, msg: &str) {
-        log(self.ptr, level, msg);
+    /// A warning in the server's log.
+    pub fn warn(&self, msg: &str) {
+        warn(self.ptr, msg);
     }
 
     // ---- keyspace notifications (the key API fires none itself) ----
@@ -217,19 +209,28 @@ impl Ctx {
         unsafe { api!(RedisModule_ReplicateVerbatim)(self.ptr) };
     }
 
-    // ---- calls the key API has no equivalent for (set keys only: a set
-    // key is never opened through the key cache, so no handle can go stale
-    // under a call) ----
+    // ---- calls the key API has no equivalent for. Each checks the caller's
+    // permission on the key it names, as opening it would. A call that
+    // writes (SADD, SREM) may only name a key no handle of this context has
+    // open: a handle would go stale under it. ----
 
     /// `SISMEMBER`, `SADD` or `SREM` on a set key: the integer reply, or
     /// `WRONGTYPE` when the key holds another type.
     pub fn set_call(&self, cmd: &CStr, key: Arg, member: Arg) -> Result<i64, Error> {
+        assert!(
+            !self.keys.is_open(key.bytes()),
+            "a call on a key this context has open"
+        );
         self.int_call(cmd, &[key, member])
     }
 
-    /// A call with an integer reply (`SCARD key`, `SISMEMBER key m`, …);
-    /// `WRONGTYPE` for any other reply (the one error these calls give).
+    /// A read-only call with an integer reply on the key `args[0]` (`SCARD
+    /// key`, `ZCOUNT key min max`), or `set_call`'s; `WRONGTYPE` for any other
+    /// reply (the one error these calls give).
     pub fn int_call(&self, cmd: &CStr, args: &[Arg]) -> Result<i64, Error> {
+        if let Some(&key) = args.first() {
+            self.guard.check(self, key)?;
+        }
         let mut argv: smallvec::SmallVec<[*mut raw::RedisModuleString; 4]> =
             args.iter().map(|a| a.ptr).collect();
         let reply = self.call_argv(cmd, &mut argv)?;
@@ -262,6 +263,9 @@ impl Ctx {
         pattern: Option<&[u8]>,
         count: u64,
     ) -> Result<(u64, Vec<RStr>), Error> {
+        if let Some(key) = key {
+            self.guard.check(self, key)?;
+        }
         let cursor = self.string(cursor.to_string().as_bytes());
         let count = self.string(count.to_string().as_bytes());
         let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(6);
@@ -337,7 +341,7 @@ unsafe fn read_scan_reply(
     for i in 0..n {
         let bytes = text(api!(RedisModule_CallReplyArrayElement)(keys, i))?;
         let ptr = api!(RedisModule_CreateString)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
-        out.push(RStr { ptr, ctx });
+        out.push(RStr { ptr });
     }
     Some((next, out))
 }
@@ -368,17 +372,13 @@ pub(super) fn with_joined<T>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> T) -> T {
     f(buf)
 }
 
-/// Writes `msg` to the server's log (`ctx` may be NULL: the module's name
-/// then does not prefix the line).
-pub(super) fn log(ctx: *mut raw::RedisModuleCtx, level: Level, msg: &str) {
+/// Writes `msg` to the server's log as a warning (`ctx` may be NULL: the
+/// module's name then does not prefix the line).
+fn warn(ctx: *mut raw::RedisModuleCtx, msg: &str) {
     let text = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
-    let level = match level {
-        Level::Notice => c"notice",
-        Level::Warning => c"warning",
-    };
     unsafe {
         if let Some(log) = raw::RedisModule_Log {
-            log(ctx, level.as_ptr(), c"%s".as_ptr(), text.as_ptr());
+            log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), text.as_ptr());
         }
     }
 }
@@ -386,7 +386,7 @@ pub(super) fn log(ctx: *mut raw::RedisModuleCtx, level: Level, msg: &str) {
 /// Writes a warning to the server's log from where no context is at hand
 /// (the panic hook).
 pub fn log_warning(msg: &str) {
-    log(ptr::null_mut(), Level::Warning, msg);
+    warn(ptr::null_mut(), msg);
 }
 
 /// `%.17g`, as libc prints it (what Redis 7.0's `ZSCORE` replies).

@@ -84,6 +84,11 @@ impl KeyCache {
             .map(|s| &**s as *const Slot)
     }
 
+    /// Whether a key named `name` is open.
+    pub(super) fn is_open(&self, name: &[u8]) -> bool {
+        self.find(name).is_some()
+    }
+
     /// Keeps `slot`; where it now lives.
     fn keep(&self, slot: Slot) -> *const Slot {
         let at = self.len.get();
@@ -299,19 +304,12 @@ impl<'c> Key<'c> {
         unsafe { api!(RedisModule_ValueLength)(self.ptr()) }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Element `index` of a list (negative from the tail).
     pub fn list_get(&self, index: i64) -> Option<RStr> {
         if !self.is_open() || self.kind() != Kind::List {
             return None;
         }
-        RStr::own(
-            unsafe { api!(RedisModule_ListGet)(self.ptr(), index as c_long) },
-            self.ctx.ptr,
-        )
+        RStr::own(unsafe { api!(RedisModule_ListGet)(self.ptr(), index as c_long) })
     }
 
     /// Every index of a list holding `value`, from the head.
@@ -335,7 +333,7 @@ impl<'c> Key<'c> {
                 ptr::null_mut::<c_char>(),
             );
         }
-        RStr::own(out, self.ctx.ptr)
+        RStr::own(out)
     }
 
     /// Whether a hash has `field` (no copy of the value is made).
@@ -402,7 +400,7 @@ impl<'c> Key<'c> {
             while out.len() < n && api!(RedisModule_ZsetRangeEndReached)(key) == 0 {
                 let mut score = 0f64;
                 let ele = api!(RedisModule_ZsetRangeCurrentElement)(key, &mut score);
-                match RStr::own(ele, self.ctx.ptr) {
+                match RStr::own(ele) {
                     Some(s) => out.push((s, score)),
                     None => break,
                 }
@@ -440,18 +438,12 @@ impl<'c> Key<'c> {
 
     pub fn list_pop_head(&self) -> Option<RStr> {
         self.wrote();
-        RStr::own(
-            unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_HEAD as c_int) },
-            self.ctx.ptr,
-        )
+        RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_HEAD as c_int) })
     }
 
     pub fn list_pop_tail(&self) -> Option<RStr> {
         self.wrote();
-        RStr::own(
-            unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_TAIL as c_int) },
-            self.ctx.ptr,
-        )
+        RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_TAIL as c_int) })
     }
 
     /// Removes the element at `index` (the list is deleted when emptied).

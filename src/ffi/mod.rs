@@ -6,6 +6,7 @@
 //!
 //! - `api`: calling the functions the server exported at load;
 //! - `string`: strings the module owns ([`RStr`]) or borrows ([`Arg`], [`Argv`]);
+//! - `names`: key names kept between calls (a queue's fixed keys as one set);
 //! - `ctx`: the command's context: clock, flags, log, replication, calls;
 //! - `key`: one handle per key per command ([`Key`]), ACL-checked when opened;
 //! - `acl`: the caller's key permissions;
@@ -29,7 +30,7 @@ pub mod reply;
 pub mod string;
 
 pub use api::{detect_server, missing_api, release_constants, set_module_options, Word};
-pub use ctx::{log_warning, Class, Ctx, Level};
+pub use ctx::{log_warning, Class, Ctx};
 pub use key::{Key, Kind, Members};
 pub use names::{name_set, release_all as release_names, KeyName, NameSet};
 pub use reply::Reply;

@@ -53,10 +53,7 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
         // Under no auto memory (this module never enables it) with no
         // context: a plain reference count.
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), ptr) };
-        RStr {
-            ptr,
-            ctx: ptr::null_mut(),
-        }
+        RStr { ptr }
     })
 }
 
@@ -147,10 +144,7 @@ impl<'a> KeyName<'a> {
     /// name outlives the set it came from).
     pub(super) fn retained(&self) -> RStr {
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.ptr) };
-        RStr {
-            ptr: self.ptr,
-            ctx: ptr::null_mut(),
-        }
+        RStr { ptr: self.ptr }
     }
 
     pub fn as_arg(&self) -> Arg<'a> {

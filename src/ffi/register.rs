@@ -1,8 +1,9 @@
 //! Registering the commands of `catalog.rs` with the server, by hand: the
 //! crate's `redis_module!` rows would turn every call's argv into a freshly
 //! allocated `Vec` (a cost on the hot path) and cannot declare key specs or
-//! argument docs. Configs, the ACL category and INFO go through the crate
-//! (`lib.rs`).
+//! argument docs. The `emq` ACL category is added by hand too (through the
+//! crate, a load after `MODULE UNLOAD` fails: see `acl_category`); configs
+//! and INFO go through the crate (`lib.rs`).
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
@@ -19,7 +20,7 @@ use crate::catalog::{ArgDoc, CommandDoc, Kind, SINCE};
 use crate::errors::Error;
 
 /// What runs a command of the table: the policy layer's dispatcher.
-pub type Runner = for<'a> fn(&Ctx, Argv<'a>, &'static CommandDoc) -> Result<Reply<'a>, Error>;
+pub type Runner = for<'a> fn(&Ctx, Argv<'a>, &'static CommandDoc) -> Result<Option<Reply>, Error>;
 
 static TABLE: OnceLock<(&'static [CommandDoc], Runner)> = OnceLock::new();
 

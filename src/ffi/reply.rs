@@ -4,26 +4,23 @@
 use std::os::raw::{c_char, c_long};
 
 use super::ctx::Ctx;
-use super::string::{Arg, RStr};
+use super::string::RStr;
 use crate::errors::Error;
 
-pub enum Reply<'a> {
+pub enum Reply {
     Ok,
     Int(i64),
-    Str(Arg<'a>),
     Owned(RStr),
     Bytes(Vec<u8>),
     Null,
     /// What a blocking command gives on timeout (`BLMOVE`'s nil).
     NullArray,
-    Array(Vec<Reply<'a>>),
+    Array(Vec<Reply>),
     /// A map in RESP3, a flat field/value array in RESP2.
-    Map(Vec<(&'static str, Reply<'a>)>),
-    /// Nothing now: the client was blocked and is answered later.
-    Blocked,
+    Map(Vec<(&'static str, Reply)>),
 }
 
-impl Reply<'_> {
+impl Reply {
     pub fn empty() -> Self {
         Reply::Array(Vec::new())
     }
@@ -39,9 +36,6 @@ impl Ctx {
                 }
                 Reply::Int(v) => {
                     api!(RedisModule_ReplyWithLongLong)(ctx, *v);
-                }
-                Reply::Str(s) => {
-                    api!(RedisModule_ReplyWithString)(ctx, s.ptr);
                 }
                 Reply::Owned(s) => {
                     api!(RedisModule_ReplyWithString)(ctx, s.ptr);
@@ -75,7 +69,6 @@ impl Ctx {
                         self.send(value);
                     }
                 }
-                Reply::Blocked => {}
             }
         }
     }

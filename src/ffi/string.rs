@@ -4,29 +4,29 @@
 
 use std::marker::PhantomData;
 use std::os::raw::c_int;
+use std::ptr;
 use std::sync::atomic::Ordering;
 
 use redis_module::raw;
 
 use super::api::{Word, WORDS};
 
-/// A string the module owns; freed on drop with the context that made it
-/// (the server tracks strings per context only under auto memory, which
-/// this module never enables; passing the context keeps that true if it
-/// ever did).
+/// A string the module owns, freed on drop. It belongs to no context: the
+/// module never turns on auto memory (nothing here calls
+/// `RedisModule_AutoMemory`), so the server tracks no string per context and
+/// one may be freed after the context it was made in has ended.
 pub struct RStr {
     pub(super) ptr: *mut raw::RedisModuleString,
-    pub(super) ctx: *mut raw::RedisModuleCtx,
 }
 
 impl RStr {
     /// Takes ownership of a string the server returned (`None` for NULL).
-    pub(super) fn own(ptr: *mut raw::RedisModuleString, ctx: *mut raw::RedisModuleCtx) -> Option<RStr> {
+    pub(super) fn own(ptr: *mut raw::RedisModuleString) -> Option<RStr> {
         // Not `then_some`: it would build (and drop, freeing NULL) an RStr.
         if ptr.is_null() {
             None
         } else {
-            Some(RStr { ptr, ctx })
+            Some(RStr { ptr })
         }
     }
 
@@ -45,7 +45,7 @@ impl RStr {
 
 impl Drop for RStr {
     fn drop(&mut self) {
-        unsafe { api!(RedisModule_FreeString)(self.ctx, self.ptr) }
+        unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.ptr) }
     }
 }
 
@@ -73,7 +73,7 @@ impl<'a> Arg<'a> {
 
     /// The value as a zset score, by the server's own rules (what `ZADD`
     /// accepts: no NaN, no overflow, no spaces).
-    pub fn to_score(&self) -> Option<f64> {
+    pub fn to_score(self) -> Option<f64> {
         let mut v = 0f64;
         let status = unsafe { api!(RedisModule_StringToDouble)(self.ptr, &mut v) };
         (status == raw::REDISMODULE_OK as c_int && !v.is_nan()).then_some(v)
@@ -138,9 +138,4 @@ impl<'a> Argv<'a> {
     pub fn tail(&self, from: usize) -> impl Iterator<Item = Arg<'a>> + '_ {
         (from..self.len()).filter_map(|i| self.get(i))
     }
-}
-
-/// An empty argv, for callbacks that run without one (timers).
-pub fn no_args() -> Argv<'static> {
-    Argv { args: &[] }
 }
