@@ -140,7 +140,7 @@ pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let q = Queue::new(call, prefix);
     let reaped = release::reap_expired(
         &q,
-        usize::try_from(count).unwrap_or(usize::MAX),
+        count,
         release::OnDamagedLane::Fail,
     )?;
     call.count(&stats::JOBS_REAPED, reaped.len() as u64);
