@@ -146,13 +146,23 @@ fn fire(ctx: &mut Ctx, id: u64) {
         return;
     }
     let ctx = &*ctx;
+    stats::TIMER_FIRINGS.add(1);
     let call = Call::new(ctx, false);
     let prefix_arg = ctx.string(&prefix);
     let q = Queue::internal(&call, prefix_arg.as_arg());
+    let now = ctx.now_ms();
     let next = match release::reap_expired(&q, BATCH, OnDamagedLane::Leave) {
+        // More may have expired than one firing returns: go on right away.
+        Ok(reaped) if reaped.len() >= BATCH => {
+            call.count(&stats::JOBS_REAPED_BY_TIMER, reaped.len() as u64);
+            Some(now as f64)
+        }
         Ok(reaped) => {
             call.count(&stats::JOBS_REAPED_BY_TIMER, reaped.len() as u64);
-            q.leases().ok().and_then(|l| l.zset_first_score())
+            // The next deadline still to come: an expired lease left in
+            // place (its lane's state is damaged) is not a reason to fire
+            // again at once, which would spin while clients wait.
+            q.leases().ok().and_then(|l| l.zset_first_score_above(now as f64))
         }
         Err(e) => {
             q.report(|| {

@@ -49,9 +49,11 @@ pub static DUPLICATES_DROPPED: Counter = Counter::new();
 pub static RECORDS_DROPPED: Counter = Counter::new();
 /// Clients waiting in a claim's BLOCK now.
 pub static BLOCKED: Counter = Counter::new();
+/// Times an expiry timer fired (on a primary, for a queue with waiters).
+pub static TIMER_FIRINGS: Counter = Counter::new();
 
 /// `INFO emq` counters, in order.
-pub fn fields() -> [(&'static str, u64); 17] {
+pub fn fields() -> [(&'static str, u64); 18] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -70,5 +72,6 @@ pub fn fields() -> [(&'static str, u64); 17] {
         ("records_dropped", RECORDS_DROPPED.get()),
         ("blocked_clients", BLOCKED.get()),
         ("timers", crate::expiry::running() as u64),
+        ("timer_firings", TIMER_FIRINGS.get()),
     ]
 }

@@ -364,3 +364,152 @@ fn no_timer_outlives_its_waiters() {
     assert_eq!(info_u64(&mut c, "emq_blocked_clients"), 0);
     assert_eq!(cmd(&mut c, &["MODULE", "UNLOAD", "emq"]), Reply::Ok(Value::Okay));
 }
+
+/// `n` jobs of lane `a` leased for 1 ms (expired once the call returns).
+fn expired_leases(c: &mut redis::Connection, p: &str, lane: &str, n: usize) {
+    let mut args = vec!["EMQ.ENQUEUE".to_string(), p.into(), lane.into()];
+    for i in 0..n {
+        args.extend([i.to_string(), format!("{lane}{i}")]);
+    }
+    cmd(c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    cmd(c, &["EMQ.WEIGHT", p, lane, &n.to_string()]);
+    let (_, _, jobs) = cmd(c, &["EMQ.WCLAIM", p, "1"]).claim().expect("leased");
+    assert_eq!(jobs.len(), n);
+    thread::sleep(Duration::from_millis(5));
+}
+
+fn leased_count(c: &mut redis::Connection, p: &str) -> i64 {
+    redis::cmd("ZCARD").arg(format!("{p}leases")).query(c).unwrap()
+}
+
+/// `emq.reap-on-claim` bounds what one claim returns first, 0 turns it off,
+/// and it is set as every config of the module is: default, config file,
+/// command line, `loadmodule` argument, `CONFIG SET`.
+#[test]
+fn reap_on_claim_bounds_the_returns_and_is_set_like_every_config() {
+    let conf = |c: &mut redis::Connection| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("emq.reap-on-claim")
+            .query(c)
+            .unwrap();
+        v[1].clone()
+    };
+    let default = Server::start();
+    assert_eq!(conf(&mut default.conn()), "16", "the default");
+    let file = Server::start_conf(&format!(
+        "loadmodule {}\nemq.reap-on-claim 4\n",
+        module_path().display()
+    ));
+    assert_eq!(conf(&mut file.conn()), "4", "from the config file");
+    let arg = Server::start_module_args(&["reap-on-claim", "3"]);
+    assert_eq!(conf(&mut arg.conn()), "3", "as a loadmodule argument");
+
+    let server = Server::start_with(&["--emq.reap-on-claim", "2"]);
+    let mut c = server.conn();
+    assert_eq!(conf(&mut c), "2", "from the command line");
+    expired_leases(&mut c, P, "a", 5);
+    let (_, token, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "60000"]).claim().expect("served");
+    assert_eq!(
+        info_u64(&mut c, "emq_jobs_reaped_by_claims"),
+        2,
+        "two returned first"
+    );
+    assert_eq!(jobs, ["a0", "a1"], "the two returned, leased again");
+    let expired: i64 = redis::cmd("ZCOUNT")
+        .arg(format!("{P}leases"))
+        .arg("-inf")
+        .arg(format!("({token}"))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(expired, 3, "the bound held: three still expired");
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("emq.reap-on-claim")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let q = "off{q}:";
+    expired_leases(&mut c, q, "b", 3);
+    assert_eq!(
+        cmd(&mut c, &["EMQ.WCLAIM", q, "60000"]),
+        Reply::Ok(Value::Array(vec![]))
+    );
+    assert_eq!(leased_count(&mut c, q), 3, "0: a claim returns none");
+    assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_claims"), 2, "unchanged");
+    let refused: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("emq.reap-on-claim")
+        .arg(-1)
+        .query(&mut c);
+    assert!(refused.is_err(), "below 0 is refused");
+}
+
+/// A lane whose own state is damaged keeps its expired leases (an operator
+/// mends it), but never stops a claim's or the timer's returns of the other
+/// lanes' expired leases — and a damaged lane's expired lease left in place
+/// does not make the timer fire over and over while a client waits.
+#[test]
+fn a_damaged_lane_never_stops_the_returns_of_the_others() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for lane in ["bad", "good"] {
+        cmd(
+            &mut c,
+            &[
+                "EMQ.ENQUEUE",
+                P,
+                lane,
+                "0",
+                &format!("{lane}0"),
+                "1",
+                &format!("{lane}1"),
+            ],
+        );
+        cmd(&mut c, &["EMQ.WEIGHT", P, lane, "2"]);
+    }
+    for _ in 0..2 {
+        cmd(&mut c, &["EMQ.WCLAIM", P, "80"]).claim().expect("leased");
+    }
+    hset(&mut c, &format!("{P}glimit"), "bad", "x");
+    thread::sleep(Duration::from_millis(120));
+    // A claim returns the good lane's two first (the damaged lane's stay),
+    // and serves them.
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "60000"])
+        .claim()
+        .expect("the good lane's returned jobs are served");
+    assert_eq!(
+        (lane.as_str(), jobs),
+        ("good", vec!["good0".to_string(), "good1".to_string()])
+    );
+    assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_claims"), 2);
+    let stuck: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("{P}leases"))
+        .arg(0)
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(stuck, ["bad0", "bad1"], "the damaged lane's leases stay");
+
+    // A waiter: the timer returns the good lane's lease at its deadline and
+    // fires once for it, not over and over for the damaged lane's.
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "good", "5", "g5"]);
+    cmd(&mut c, &["EMQ.WCLAIM", P, "600"]).claim().expect("g5 leased");
+    let firings = info_u64(&mut c, "emq_timer_firings");
+    let served = cmd(&mut c, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
+        .claim()
+        .expect("the timer returned g5 and woke the waiter");
+    assert_eq!((served.0.as_str(), served.2), ("good", vec!["g5".to_string()]));
+    let fired = info_u64(&mut c, "emq_timer_firings") - firings;
+    assert!(
+        (1..=3).contains(&fired),
+        "the timer fired {fired} times in 600 ms"
+    );
+    let bad_lease: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{P}leases"))
+        .arg("bad0")
+        .query(&mut c)
+        .unwrap();
+    assert!(bad_lease.is_some(), "the damaged lane's lease stays");
+}

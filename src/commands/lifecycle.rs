@@ -138,11 +138,7 @@ pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let count = args.count(100)?;
     let q = Queue::new(call, prefix);
-    let reaped = release::reap_expired(
-        &q,
-        count,
-        release::OnDamagedLane::Fail,
-    )?;
+    let reaped = release::reap_expired(&q, count, release::OnDamagedLane::Fail)?;
     call.count(&stats::JOBS_REAPED, reaped.len() as u64);
     Ok(Reply::Array(reaped.into_iter().map(Reply::Owned).collect()))
 }

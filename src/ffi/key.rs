@@ -368,6 +368,28 @@ impl<'c> Key<'c> {
         self.zset_range(f64::INFINITY, 1).first().map(|(_, s)| *s)
     }
 
+    /// The lowest score of a zset above `min` (exclusive), if any.
+    pub fn zset_first_score_above(&self, min: f64) -> Option<f64> {
+        if !self.is_open() || self.kind() != Kind::Zset {
+            return None;
+        }
+        unsafe {
+            let mut score = None;
+            if api!(RedisModule_ZsetFirstInScoreRange)(self.ptr(), min, f64::INFINITY, 1, 0)
+                == raw::REDISMODULE_OK as c_int
+                && api!(RedisModule_ZsetRangeEndReached)(self.ptr()) == 0
+            {
+                let mut s = 0f64;
+                let ele = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr(), &mut s);
+                if RStr::own(ele).is_some() {
+                    score = Some(s);
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr());
+            score
+        }
+    }
+
     /// Whether a zset has a member scored `<= max` (no member is copied).
     pub fn zset_has_at_most(&self, max: f64) -> bool {
         if !self.is_open() || self.kind() != Kind::Zset {

@@ -101,9 +101,19 @@ impl Server {
         Server::launch(false, extra, None)
     }
 
+    /// A server started from a config file holding `conf` (the module's
+    /// `loadmodule` line included), as an operator runs one.
+    pub fn start_conf(conf: &str) -> Server {
+        Server::launch_conf(false, &[], None, Some(conf))
+    }
+
     /// Starts a server; `dir` reuses a data directory (a restart), else a
     /// new temp dir is made.
     pub fn launch(module: bool, extra: &[&str], dir: Option<PathBuf>) -> Server {
+        Server::launch_conf(module, extra, dir, None)
+    }
+
+    fn launch_conf(module: bool, extra: &[&str], dir: Option<PathBuf>, conf: Option<&str>) -> Server {
         let dir = dir.unwrap_or_else(|| {
             let n = STARTED.fetch_add(1, Ordering::SeqCst);
             let dir = std::env::temp_dir().join(format!("emq-test-{}-{n}", std::process::id()));
@@ -115,6 +125,11 @@ impl Server {
         for _attempt in 0..5 {
             let port = free_port();
             let mut cmd = Command::new(&binary);
+            if let Some(conf) = conf {
+                let file = dir.join("server.conf");
+                std::fs::write(&file, conf).expect("write the config file");
+                cmd.arg(file);
+            }
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
