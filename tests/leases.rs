@@ -513,3 +513,35 @@ fn a_damaged_lane_never_stops_the_returns_of_the_others() {
         .unwrap();
     assert!(bad_lease.is_some(), "the damaged lane's lease stays");
 }
+
+/// The timer works in the waiter's database: a lease of db 3 is returned in
+/// db 3 to the waiter there, and a queue of the same name in db 0 is left
+/// alone.
+#[test]
+fn the_timer_returns_leases_in_the_waiters_database() {
+    let server = Server::start();
+    let db = |n: u32| {
+        redis::Client::open(format!("redis://127.0.0.1:{}/{n}", server.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut c0, mut c3) = (db(0), db(3));
+    for c in [&mut c0, &mut c3] {
+        cmd(c, &["EMQ.ENQUEUE", P, "a", "1", "a1"]);
+    }
+    cmd(&mut c0, &["EMQ.CLAIM", P, "150"]).claim().unwrap();
+    let (_, token, _) = cmd(&mut c3, &["EMQ.CLAIM", P, "150"]).claim().unwrap();
+    let (lane, second, jobs) = cmd(&mut c3, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
+        .claim()
+        .expect("db 3's lease returned to db 3's waiter");
+    assert_eq!((lane.as_str(), jobs), ("a", vec!["a1".to_string()]));
+    assert!(second - 60_000 >= token, "after the lease ran out");
+    let in_db0: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{P}leases"))
+        .arg("a1")
+        .query(&mut c0)
+        .unwrap();
+    assert!(in_db0.is_some(), "db 0's lease is untouched (nobody waits there)");
+    assert_eq!(info_u64(&mut c0, "emq_jobs_reaped_by_timer"), 1);
+}

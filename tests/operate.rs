@@ -372,145 +372,217 @@ fn leased_lane(c: &mut redis::Connection, p: &str) -> String {
 
 type Damage = fn(&mut redis::Connection, &str);
 
-const DAMAGES: &[(&str, Damage)] = &[
-    ("the ring deleted", |c, p| {
-        let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(c).unwrap();
-    }),
-    ("duplicates in the ring", |c, p| {
-        let lanes = ring(c, p);
-        let _: () = redis::cmd("RPUSH")
-            .arg(format!("{p}gring"))
-            .arg(&lanes)
-            .query(c)
-            .unwrap();
-    }),
-    ("unserviceable lanes in the ring", |c, p| {
-        // Paused, at its ceiling (b: 2 leased after `healthy`? not always:
-        // the ceiling is forced here), with no jobs, unknown.
-        hset(c, &format!("{p}glimit"), "c", "1");
-        hset(c, &format!("{p}gactive"), "c", "1");
-        let _: () = redis::cmd("RPUSH")
-            .arg(format!("{p}gring"))
-            .arg(&["e", "c", "ghost", "e"])
-            .query(c)
-            .unwrap();
-    }),
-    ("gactive too high", |c, p| {
-        // A lane at its ceiling by a count no lease backs: it stalls.
-        hset(c, &format!("{p}gactive"), "b", "2");
-        hset(c, &format!("{p}gactive"), "d", "9");
-        let _: () = redis::cmd("LREM")
-            .arg(format!("{p}gring"))
-            .arg(0)
-            .arg("b")
-            .query(c)
-            .unwrap();
-    }),
-    ("gactive too low", |c, p| {
-        let lane = leased_lane(c, p);
-        hset(c, &format!("{p}gactive"), &lane, "-3");
-    }),
-    ("gactive missing", |c, p| {
-        let _: () = redis::cmd("DEL").arg(format!("{p}gactive")).query(c).unwrap();
-    }),
-    ("gactive not a number", |c, p| {
-        let lane = leased_lane(c, p);
-        hset(c, &format!("{p}gactive"), &lane, "lots");
-    }),
-    ("orphan lease records", |c, p| {
-        // Records with no lease: one of a pending lane, one of a lane
-        // named nowhere else, one whose job is then enqueued again.
-        hset(c, &format!("{p}jlease"), "o1", "123 a");
-        hset(c, &format!("{p}jlease"), "o2", "123 nowhere");
-        hset(c, &format!("{p}jlease"), "o3", "123 d");
-    }),
-    ("records while gactive says 0", |c, p| {
-        let lane = leased_lane(c, p);
-        let _: () = redis::cmd("HDEL")
-            .arg(format!("{p}gactive"))
-            .arg(&lane)
-            .query(c)
-            .unwrap();
-    }),
+/// Every kind of damage the tests below repair one by one.
+const DAMAGES: &[Damage] = &[
+    ring_deleted,
+    ring_duplicates,
+    ring_unserviceable,
+    active_too_high,
+    active_negative,
+    active_too_low_under_a_ceiling,
+    active_missing,
+    active_not_a_number,
+    orphan_records,
+    records_while_active_says_0,
 ];
 
-/// Each kind of damage, repaired by LANES + REPAIR: every invariant holds
+fn ring_deleted(c: &mut redis::Connection, p: &str) {
+    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(c).unwrap();
+}
+
+fn ring_duplicates(c: &mut redis::Connection, p: &str) {
+    let lanes = ring(c, p);
+    let _: () = redis::cmd("RPUSH")
+        .arg(format!("{p}gring"))
+        .arg(&lanes)
+        .query(c)
+        .unwrap();
+}
+
+fn ring_unserviceable(c: &mut redis::Connection, p: &str) {
+    // Paused (e), at its ceiling (c, forced here), unknown (ghost).
+    hset(c, &format!("{p}glimit"), "c", "1");
+    hset(c, &format!("{p}gactive"), "c", "1");
+    let _: () = redis::cmd("RPUSH")
+        .arg(format!("{p}gring"))
+        .arg(&["e", "c", "ghost", "e"])
+        .query(c)
+        .unwrap();
+}
+
+fn active_too_high(c: &mut redis::Connection, p: &str) {
+    // A lane at its ceiling by a count no lease backs: it stalls.
+    hset(c, &format!("{p}gactive"), "b", "2");
+    hset(c, &format!("{p}gactive"), "d", "9");
+    let _: () = redis::cmd("LREM")
+        .arg(format!("{p}gring"))
+        .arg(0)
+        .arg("b")
+        .query(c)
+        .unwrap();
+}
+
+fn active_negative(c: &mut redis::Connection, p: &str) {
+    let lane = leased_lane(c, p);
+    hset(c, &format!("{p}gactive"), &lane, "-3");
+}
+
+fn active_too_low_under_a_ceiling(c: &mut redis::Connection, p: &str) {
+    // Lane a holds 3 leases; at a ceiling of 3 it is full. A count of 1
+    // would let claims lease two more past the ceiling.
+    cmd(c, &["EMQ.LIMIT", p, "a", "3"]);
+    hset(c, &format!("{p}gactive"), "a", "1");
+}
+
+fn active_missing(c: &mut redis::Connection, p: &str) {
+    let _: () = redis::cmd("DEL").arg(format!("{p}gactive")).query(c).unwrap();
+}
+
+fn active_not_a_number(c: &mut redis::Connection, p: &str) {
+    let lane = leased_lane(c, p);
+    hset(c, &format!("{p}gactive"), &lane, "lots");
+}
+
+fn orphan_records(c: &mut redis::Connection, p: &str) {
+    // Records with no lease: one of a pending lane, one of a lane named
+    // nowhere else, one whose job is then enqueued again.
+    hset(c, &format!("{p}jlease"), "o1", "123 a");
+    hset(c, &format!("{p}jlease"), "o2", "123 nowhere");
+    hset(c, &format!("{p}jlease"), "o3", "123 d");
+}
+
+fn records_while_active_says_0(c: &mut redis::Connection, p: &str) {
+    // Lane b (ceiling 2) holds a lease its count no longer shows.
+    let _: () = redis::cmd("HDEL")
+        .arg(format!("{p}gactive"))
+        .arg("b")
+        .query(c)
+        .unwrap();
+}
+
+/// One kind of damage, repaired by LANES + REPAIR: every invariant holds
 /// again, a second repair changes nothing, and the claims that follow serve
 /// every lane that has jobs and is not paused.
-#[test]
-fn repair_mends_each_kind_of_outside_damage() {
+fn repaired(what: &str, damage: Damage) {
     let server = Server::start();
     let mut c = server.conn();
-    for (i, (what, damage)) in DAMAGES.iter().enumerate() {
-        let p = format!("d{i}{{o}}:");
-        let p = p.as_str();
-        let alive = healthy(&mut c, p);
-        check(&mut c, p, &alive).unwrap_or_else(|e| panic!("before {what}: {e}"));
-        damage(&mut c, p);
-        assert!(check(&mut c, p, &alive).is_err(), "{what}: the damage shows");
+    let p = "d{o}:";
+    let alive = healthy(&mut c, p);
+    check(&mut c, p, &alive).unwrap_or_else(|e| panic!("before {what}: {e}"));
+    damage(&mut c, p);
+    assert!(check(&mut c, p, &alive).is_err(), "{what}: the damage shows");
 
-        // A dry run (one lane per call) reports the change and writes nothing.
-        let before = snapshot(&mut c, p);
-        let lanes: BTreeSet<String> = all_lanes(&mut c, p, 10).0.into_iter().collect();
-        let dry: usize = lanes
-            .iter()
-            .filter(|l| fields(&cmd(&mut c, &["EMQ.REPAIR", p, l, "DRYRUN"]))["changed"] == Value::Int(1))
-            .count();
-        assert!(dry > 0, "{what}: a dry run finds it");
-        assert_eq!(snapshot(&mut c, p), before, "{what}: DRYRUN wrote");
+    // A dry run (one lane per call) reports the change and writes nothing.
+    let before = snapshot(&mut c, p);
+    let lanes: BTreeSet<String> = all_lanes(&mut c, p, 10).0.into_iter().collect();
+    let dry: usize = lanes
+        .iter()
+        .filter(|l| fields(&cmd(&mut c, &["EMQ.REPAIR", p, l, "DRYRUN"]))["changed"] == Value::Int(1))
+        .count();
+    assert!(dry > 0, "{what}: a dry run finds it");
+    assert_eq!(snapshot(&mut c, p), before, "{what}: DRYRUN wrote");
 
-        let changed = repair_all(&mut c, p);
-        assert_eq!(changed, dry, "{what}: the dry run foretold the repair");
-        check(&mut c, p, &alive).unwrap_or_else(|e| panic!("after repairing {what}: {e}"));
-        assert_eq!(repair_all(&mut c, p), 0, "{what}: a repaired queue needs none");
+    let changed = repair_all(&mut c, p);
+    assert_eq!(changed, dry, "{what}: the dry run foretold the repair");
+    check(&mut c, p, &alive).unwrap_or_else(|e| panic!("after repairing {what}: {e}"));
+    assert_eq!(repair_all(&mut c, p), 0, "{what}: a repaired queue needs none");
 
-        // The orphans' job ids can be enqueued again.
-        if what.starts_with("orphan") {
-            assert_eq!(
-                int_reply(&mut c, &["EMQ.ENQUEUE", p, "d", "9", "o3"]),
-                1,
-                "{what}"
-            );
-            let _: () = redis::cmd("ZREM")
-                .arg(format!("{p}g:d:pending"))
-                .arg("o3")
-                .query(&mut c)
-                .unwrap();
-        }
-        // Every lane with jobs and no pause is served (the ceiling lane b
-        // once its leases end: ack them first).
-        let recs: BTreeMap<String, String> = redis::cmd("HGETALL")
-            .arg(format!("{p}jlease"))
+    // The orphans' job ids can be enqueued again.
+    if what.starts_with("orphan") {
+        assert_eq!(
+            int_reply(&mut c, &["EMQ.ENQUEUE", p, "d", "9", "o3"]),
+            1,
+            "{what}"
+        );
+        let _: () = redis::cmd("ZREM")
+            .arg(format!("{p}g:d:pending"))
+            .arg("o3")
             .query(&mut c)
             .unwrap();
-        let tokens: BTreeMap<String, i64> = redis::cmd("ZRANGE")
-            .arg(format!("{p}leases"))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query::<Vec<(String, i64)>>(&mut c)
-            .unwrap()
-            .into_iter()
-            .collect();
-        for job in recs.keys() {
-            let n = int_reply(&mut c, &["EMQ.ACK", p, &tokens[job].to_string(), job]);
-            assert_eq!(n, 1, "{what}: ack {job}");
-        }
-        let waiting: BTreeSet<String> = ["a", "b", "c", "d"]
-            .iter()
-            .filter(|l| int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]) > 0)
-            .map(|l| l.to_string())
-            .collect();
-        let served = drain(&mut c, p);
-        assert_eq!(served, waiting, "{what}: the claims serve every lane with jobs");
-        for l in ["a", "b", "c", "d"] {
-            assert_eq!(
-                int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]),
-                0,
-                "{what}: {l} drained"
-            );
-        }
     }
+    // Every lane with jobs and no pause is served (the ceiling lanes once
+    // their leases end: ack them first).
+    let recs: BTreeMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{p}jlease"))
+        .query(&mut c)
+        .unwrap();
+    let tokens: BTreeMap<String, i64> = redis::cmd("ZRANGE")
+        .arg(format!("{p}leases"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query::<Vec<(String, i64)>>(&mut c)
+        .unwrap()
+        .into_iter()
+        .collect();
+    for job in recs.keys() {
+        let n = int_reply(&mut c, &["EMQ.ACK", p, &tokens[job].to_string(), job]);
+        assert_eq!(n, 1, "{what}: ack {job}");
+    }
+    let waiting: BTreeSet<String> = ["a", "b", "c", "d"]
+        .iter()
+        .filter(|l| int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]) > 0)
+        .map(|l| l.to_string())
+        .collect();
+    let served = drain(&mut c, p);
+    assert_eq!(served, waiting, "{what}: the claims serve every lane with jobs");
+    for l in ["a", "b", "c", "d"] {
+        assert_eq!(
+            int_reply(&mut c, &["ZCARD", &format!("{p}g:{l}:pending")]),
+            0,
+            "{what}: {l} drained"
+        );
+    }
+}
+
+#[test]
+fn repair_mends_a_deleted_ring() {
+    repaired("the ring deleted", ring_deleted);
+}
+
+#[test]
+fn repair_mends_a_ring_holding_lanes_twice() {
+    repaired("duplicates in the ring", ring_duplicates);
+}
+
+#[test]
+fn repair_mends_a_ring_holding_unserviceable_lanes() {
+    repaired("unserviceable lanes in the ring", ring_unserviceable);
+}
+
+#[test]
+fn repair_mends_an_active_count_too_high() {
+    repaired("gactive too high", active_too_high);
+}
+
+#[test]
+fn repair_mends_a_negative_active_count() {
+    repaired("gactive negative", active_negative);
+}
+
+#[test]
+fn repair_mends_an_active_count_too_low_under_a_ceiling() {
+    repaired("gactive too low under a ceiling", active_too_low_under_a_ceiling);
+}
+
+#[test]
+fn repair_mends_a_missing_active_hash() {
+    repaired("gactive missing", active_missing);
+}
+
+#[test]
+fn repair_mends_an_active_count_that_is_not_a_number() {
+    repaired("gactive not a number", active_not_a_number);
+}
+
+#[test]
+fn repair_removes_orphan_lease_records() {
+    repaired("orphan lease records", orphan_records);
+}
+
+#[test]
+fn repair_mends_records_while_the_active_count_says_0() {
+    repaired("records while gactive says 0", records_while_active_says_0);
 }
 
 #[test]
@@ -677,7 +749,7 @@ fn repair_replicates_and_persists_as_its_effects() {
     let replica = Server::start_plain(&[]);
     let mut r = replicate_into(&replica, &primary);
     let mut c = primary.conn();
-    for (i, (_, damage)) in DAMAGES.iter().enumerate() {
+    for (i, damage) in DAMAGES.iter().enumerate() {
         let p = format!("d{i}{{o}}:");
         healthy(&mut c, &p);
         damage(&mut c, &p);

@@ -669,3 +669,30 @@ fn a_turn_of_many_heads_costs_in_proportion() {
         small
     );
 }
+
+/// A dropped lease is reported: counted in `INFO emq` and written to the
+/// server's log (once a second at most, however many).
+#[test]
+fn a_dropped_lease_is_counted_and_logged() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "r{q}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "A", "1", "a1", "2", "a2", "3", "a3"]);
+    cmd(&mut c, &["EMQ.WEIGHT", p, "A", "3"]);
+    cmd(&mut c, &["EMQ.WCLAIM", p, "1"]).claim().unwrap();
+    hset(&mut c, &format!("{p}jlease"), "a1", "garbage");
+    hset(&mut c, &format!("{p}jlease"), "a2", "1e999 A");
+    thread::sleep(Duration::from_millis(5));
+    cmd(&mut c, &["EMQ.REAP", p]);
+    let dropped = info_text(&mut c, "emq", "emq_records_dropped");
+    assert_eq!(dropped.as_deref(), Some("2"), "a1 and a2 dropped, a3 returned");
+    let log = server.log();
+    assert!(
+        log.contains("r{q}:") && log.contains("a1"),
+        "the log names the queue and the job: {}",
+        log.lines()
+            .filter(|l| l.contains("emq"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
