@@ -2,8 +2,9 @@
 # make memcheck: the integration tests with the server under
 # `valgrind --leak-check=full`, then a verdict on every valgrind report:
 # no invalid access, no uninitialised use and no definite leak whose stack
-# passes through the module (libemq.so). The timing-bound blocking tests and
-# the large property/differential runs and the 100,000-lane walk are left out (valgrind is ~20x slower).
+# passes through the module (libemq.so). The timing-bound blocking and lease
+# tests, the large property/differential runs and the 100,000-lane walk are
+# left out (valgrind is ~20x slower).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=$(scripts/servers.sh "${MEMCHECK_SERVER:-valkey9}")
@@ -14,5 +15,11 @@ chmod +x "$logs/server"
 status=0
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked \
   --test claim --test lifecycle --test errors --test robustness --test replicate_command --test trust --test operate -- --test-threads=2 --skip 100000_lane || status=$?
+# Blocked clients and the expiry timer: the tests whose outcome does not
+# hang on how fast the server runs.
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test blocking --test leases -- \
+  --test-threads=2 never_blocks a_killed_or_unblocked bad_block_arguments unserviceable_head_lanes \
+  can_serve_nothing no_client_waits a_served_waiter_replicates no_timer_outlives \
+  in_the_waiters_database revive_wakes_a_waiter a_replica_never_runs_the_timer || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"

@@ -420,3 +420,76 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
     tmux.run(&["send-keys", "-t", "top", "echo exit=$?", "Enter"]);
     tmux.wait("emq's exit status", |s| s.lines().any(|l| l.ends_with("exit=0")));
 }
+
+/// `emq top` over a queue of more lanes than one page of `EMQ.LANES` (1,000):
+/// it reads every lane — the deepest, made last, is on top and the total
+/// counts them all — and the jobs/s it shows follows a steady claim rate.
+#[test]
+fn top_reads_every_page_of_a_large_queue_and_shows_the_claim_rate() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "big{o}:";
+    let mut pipe = redis::pipe();
+    for i in 0..2_500 {
+        pipe.cmd("EMQ.ENQUEUE")
+            .arg(p)
+            .arg(format!("lane{i:04}"))
+            .arg(1)
+            .arg(format!("j{i}"))
+            .ignore();
+    }
+    let mut deepest = vec!["EMQ.ENQUEUE".to_string(), p.into(), "zz-deepest".into()];
+    for i in 0..5_000 {
+        deepest.extend([i.to_string(), format!("d{i}")]);
+    }
+    pipe.cmd(deepest[0].as_str()).arg(&deepest[1..]).ignore();
+    pipe.query::<()>(&mut c).unwrap();
+
+    let tmux = Tmux::new();
+    tmux.run(&["new-session", "-d", "-s", "big", "-x", "100", "-y", "12", "sh"]);
+    tmux.run(&["send-keys", "-t", "big", "echo before-top-$((40+2))", "Enter"]);
+    tmux.wait("the shell", |s| s.contains("before-top-42"));
+    let line = format!("{EMQ} -p {} top -i 0.5 '{p}'", server.port);
+    tmux.run(&["send-keys", "-t", "big", &line, "Enter"]);
+    let screen = tmux.wait("the first frame", |s| s.contains("DEPTH"));
+    assert!(screen.contains("lanes 2,501 "), "every lane counted:\n{screen}");
+    let first_row = screen
+        .lines()
+        .skip_while(|l| !l.contains("DEPTH"))
+        .nth(1)
+        .unwrap();
+    assert!(first_row.ends_with("zz-deepest"), "the deepest first:\n{screen}");
+
+    // Claims at a steady ~100 a second, from another connection.
+    let port = server.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let claimer = std::thread::spawn(move || {
+        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            cmd(&mut w, &["EMQ.CLAIM", p, "600000"]);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let rate = |s: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("server: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.replace(',', "").parse::<u64>().ok())
+    };
+    // Two frames into the claims: the rate of a whole interval of them.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let shown = rate(&tmux.screen());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    claimer.join().unwrap();
+    let shown = shown.expect("a rate is shown");
+    assert!(
+        (20..=400).contains(&shown),
+        "{shown} jobs/s shown for about 100 claimed a second"
+    );
+    tmux.run(&["send-keys", "-t", "big", "C-c"]);
+    tmux.wait("the shell again", |s| !s.contains("DEPTH"));
+}

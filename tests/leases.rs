@@ -545,3 +545,51 @@ fn the_timer_returns_leases_in_the_waiters_database() {
     assert!(in_db0.is_some(), "db 0's lease is untouched (nobody waits there)");
     assert_eq!(info_u64(&mut c0, "emq_jobs_reaped_by_timer"), 1);
 }
+
+/// `EMQ.DEAD P COUNT n`: the oldest n, oldest first; `EMQ.REVIVE` rings the
+/// lane as ENQUEUE would, waking a client that waits on the queue.
+#[test]
+fn dead_lists_the_oldest_first_and_revive_wakes_a_waiter() {
+    let server = Server::start();
+    let mut c = server.conn();
+    cmd(&mut c, &["EMQ.POLICY", P, "max-deliveries", "1"]);
+    for (i, job) in ["d0", "d1", "d2"].iter().enumerate() {
+        cmd(&mut c, &["EMQ.ENQUEUE", P, "a", &i.to_string(), job]);
+        let (_, token, _) = cmd(&mut c, &["EMQ.CLAIM", P, "60000"]).claim().unwrap();
+        cmd(&mut c, &["EMQ.NACK", P, &token.to_string(), job]);
+        thread::sleep(Duration::from_millis(3)); // distinct death times
+    }
+    let listed = |c: &mut redis::Connection, args: &[&str]| -> Vec<String> {
+        let reply = cmd(c, args);
+        let Value::Array(rows) = reply.value() else {
+            panic!("{reply:?}")
+        };
+        rows.iter()
+            .map(|r| match r {
+                Value::Array(f) => text(&f[0]),
+                _ => panic!("{r:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        listed(&mut c, &["EMQ.DEAD", P]),
+        ["d0", "d1", "d2"],
+        "oldest first"
+    );
+    assert_eq!(listed(&mut c, &["EMQ.DEAD", P, "COUNT", "2"]), ["d0", "d1"]);
+    assert_eq!(listed(&mut c, &["EMQ.DEAD", P, "count", "1"]), ["d0"]);
+
+    let port = server.port;
+    let waiter = thread::spawn(move || {
+        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        cmd(&mut w, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
+    });
+    wait_for("the waiter", || info_u64(&mut c, "emq_blocked_clients") == 1);
+    assert_eq!(cmd(&mut c, &["EMQ.REVIVE", P, "d1"]), Reply::Ok(Value::Int(1)));
+    let (lane, _, jobs) = waiter.join().unwrap().claim().expect("woken by the revival");
+    assert_eq!((lane.as_str(), jobs), ("a", vec!["d1".to_string()]));
+    assert_eq!(listed(&mut c, &["EMQ.DEAD", P]), ["d0", "d2"]);
+}
