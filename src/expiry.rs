@@ -26,6 +26,10 @@ use crate::stats;
 /// right away.
 const BATCH: usize = 1000;
 
+/// How long a timer waits to try again when it may not write now (writes
+/// paused) or could not (damage to a queue-wide key, logged).
+const RETRY_MS: i64 = 100;
+
 struct Watch {
     id: u64,
     db: i32,
@@ -146,6 +150,12 @@ fn fire(ctx: &mut Ctx, id: u64) {
         return;
     }
     let ctx = &*ctx;
+    if ctx.writes_paused() {
+        // Not now: the pause must see no writes (and the server aborts on
+        // one with the AOF on or a replica attached). Again soon.
+        arm(ctx, id, ctx.now_ms().saturating_add(RETRY_MS));
+        return;
+    }
     stats::TIMER_FIRINGS.add(1);
     let call = Call::new(ctx, false);
     let prefix_arg = ctx.string(&prefix);
@@ -167,11 +177,13 @@ fn fire(ctx: &mut Ctx, id: u64) {
         Err(e) => {
             q.report(|| {
                 format!(
-                    "the expiry timer could not return leases: {}",
+                    "the expiry timer could not return leases (it tries again): {}",
                     e.message().unwrap_or_default()
                 )
             });
-            None
+            // Damage an operator may mend while clients wait: try again,
+            // not at once (that would spin), but soon.
+            Some((now + 10 * RETRY_MS) as f64)
         }
     };
     if let Some(next) = next {

@@ -696,3 +696,42 @@ fn a_dropped_lease_is_counted_and_logged() {
             .join("\n")
     );
 }
+
+/// A lease that runs out while writes are paused (`CLIENT PAUSE … WRITE`, as
+/// a failover pauses them) with a client waiting: the expiry timer writes
+/// nothing during the pause (with the AOF on and a replica attached a write
+/// then aborts the server) and returns the lease once writes resume.
+#[test]
+fn the_expiry_timer_writes_nothing_while_writes_are_paused() {
+    let mut primary = Server::start_with(&["--appendonly", "yes"]);
+    let replica = Server::start_plain(&[]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    let p = "pause{q}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", p, "A", "1", "a1"]);
+    cmd(&mut c, &["EMQ.CLAIM", p, "300"]).claim().expect("a1 leased");
+    let port = primary.port;
+    let waiter = thread::spawn(move || {
+        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        cmd(&mut w, &["EMQ.CLAIM", p, "60000", "BLOCK", "10000"])
+    });
+    wait_for("the waiter", || {
+        info_text(&mut c, "emq", "emq_blocked_clients").as_deref() == Some("1")
+    });
+    cmd(&mut c, &["CLIENT", "PAUSE", "1500", "WRITE"]);
+    let before = digest(&mut c);
+    thread::sleep(Duration::from_millis(900)); // the lease ran out meanwhile
+    assert!(primary.alive(), "the server survived the pause");
+    assert_eq!(digest(&mut c), before, "nothing written during the pause");
+    let (lane, _, jobs) = waiter
+        .join()
+        .unwrap()
+        .claim()
+        .expect("served once writes resumed");
+    assert_eq!((lane.as_str(), jobs), ("A", vec!["a1".to_string()]));
+    in_sync(&mut c, &mut r);
+    assert_eq!(digest(&mut c), digest(&mut r));
+}

@@ -118,6 +118,14 @@ impl Ctx {
             && flags & raw::REDISMODULE_CTX_FLAGS_LOADING as c_int == 0
     }
 
+    /// Whether the server asks modules not to write now: clients are paused
+    /// for writes (`CLIENT PAUSE … WRITE`, a `FAILOVER` or a cluster's manual
+    /// failover), so that a replica can catch up. A write then (from a
+    /// timer) aborts the server when the AOF is on or a replica attached.
+    pub fn writes_paused(&self) -> bool {
+        unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|f| f() != 0) }
+    }
+
     /// The server clock in ms: the cached command time where the server has
     /// it (what Lua's `TIME` sees in the same call), else the wall clock.
     pub fn now_ms(&self) -> i64 {
