@@ -10,7 +10,7 @@ for _, job in ipairs(ARGV) do
     local rec = redis.call('HGET', JDEAD, job)
     local mint, lane = nil, nil
     if rec then mint, lane = parse_record(rec) end
-    if lane then
+    if mint and lane then
       jobs[#jobs + 1] = {job, mint, lane}
       if before[lane] == nil then
         before[lane] = serviceable(lane_state(lane))

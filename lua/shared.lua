@@ -88,13 +88,15 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- "<mint> <lane>" -> mint, lane; nothing when the record is damaged (no
--- space, an empty lane, or a mint ZADD would refuse).
+-- "<mint> <lane>" -> mint, lane: nothing when the record has no space or an
+-- empty part; the lane alone when ZADD would refuse the mint (damaged either
+-- way: its lease is only dropped, its lane's count drops).
 local function parse_record(rec)
   local sp = string.find(rec, ' ', 1, true)
   if not sp then return end
   local mint, lane = string.sub(rec, 1, sp - 1), string.sub(rec, sp + 1)
-  if lane == '' or not is_float(mint) then return end
+  if lane == '' or mint == '' then return end
+  if not is_float(mint) then return nil, lane end
   return mint, lane
 end
 
@@ -108,8 +110,9 @@ local function max_deliveries()
   return tonumber(v)
 end
 
--- A leased job's item {job, mint, lane, record}: mint and lane nil when the
--- record is missing or damaged (the lease is then only dropped).
+-- A leased job's item {job, mint, lane, record}: mint nil when the record is
+-- missing or damaged (the lease is then only dropped), lane nil when it
+-- names none.
 local function read_item(job)
   local rec = redis.call('HGET', JLEASE, job)
   if not rec then return {job} end
@@ -117,29 +120,46 @@ local function read_item(job)
   return {job, mint, lane, rec}
 end
 
+-- Whether a lane's pending key is a zset or missing (else the lane is damaged).
+local function zset_or_none(key)
+  local t = redis.call('TYPE', key)['ok']
+  return t == 'zset' or t == 'none'
+end
+-- Whether a stored number is sound: absent, or an integer (>= min if given).
+local function sound(v, min)
+  return not v or (is_int(v) and (min == nil or tonumber(v) >= min))
+end
+
 -- Ends the leases of items, at most limit of them. ending 'ack': completed;
 -- 'return': back to pending at the mint score, the return counted in
 -- jreturns — or, when that count reaches max-deliveries, dead (P dead, score
 -- now; P jdead). gactive drops per lane; the ring follows. A lane whose
--- state is damaged fails the call, or with leave_damaged keeps its leases.
+-- state is damaged fails the call — or, with return_jobs, its jobs go back
+-- all the same, its count drops only if it is a number and its ring is left
+-- as it is (a pending key of another type keeps its leases).
 -- Returns the items ended.
-local function release(items, ending, leave_damaged, limit)
+local function release(items, ending, return_jobs, limit)
   redis.call('HLEN', JRETURNS)
   local max = nil
   if ending == 'return' then max = max_deliveries() end
   if max then redis.call('ZCARD', DEAD); redis.call('HLEN', JDEAD) end
-  local states, left = {}, {}
+  local states, left, damaged = {}, {}, {}
   for _, it in ipairs(items) do
     if it[3] then redis.call('LLEN', RING); redis.call('HLEN', ACTIVE); redis.call('HLEN', LIMIT) break end
   end
   for _, it in ipairs(items) do
     local lane = it[3]
-    if lane and states[lane] == nil and not left[lane] then
+    if lane and states[lane] == nil and not left[lane] and not damaged[lane] then
       local ok, state = pcall(lane_state, lane)
       if ok then
         states[lane] = state
-      elseif leave_damaged then
-        left[lane] = true
+      elseif return_jobs then
+        redis.call('SISMEMBER', PAUSED, lane) -- P gpaused of another type: the queue's damage
+        if zset_or_none(pending(lane)) then
+          damaged[lane] = {active_sound = sound(redis.call('HGET', ACTIVE, lane))}
+        else
+          left[lane] = true
+        end
       else
         error(state)
       end
@@ -153,7 +173,7 @@ local function release(items, ending, leave_damaged, limit)
       if lane then
         if not counts[lane] then counts[lane] = 0; order[#order + 1] = lane end
         counts[lane] = counts[lane] + 1
-        if ending == 'return' then
+        if ending == 'return' and it[2] then
           local r = redis.call('HGET', JRETURNS, it[1])
           it.returns = ((r and is_int(r) and tonumber(r) >= 0) and tonumber(r) or 0) + 1
           it.dies = max ~= nil and it.returns >= max
@@ -165,7 +185,7 @@ local function release(items, ending, leave_damaged, limit)
   for _, it in ipairs(kept) do
     redis.call('ZREM', LEASES, it[1])
     redis.call('HDEL', JLEASE, it[1]) -- a damaged record goes too
-    if it[3] then
+    if it[2] then
       if ending == 'return' and not it.dies then
         redis.call('HSET', JRETURNS, it[1], it.returns)
         redis.call('ZADD', pending(it[3]), it[2], it[1])
@@ -179,19 +199,21 @@ local function release(items, ending, leave_damaged, limit)
     end
   end
   for _, lane in ipairs(order) do
-    if redis.call('HINCRBY', ACTIVE, lane, -counts[lane]) <= 0 then redis.call('HDEL', ACTIVE, lane) end
-    follow(lane, serviceable(states[lane]))
+    if states[lane] or damaged[lane].active_sound then
+      if redis.call('HINCRBY', ACTIVE, lane, -counts[lane]) <= 0 then redis.call('HDEL', ACTIVE, lane) end
+    end
+    if states[lane] then follow(lane, serviceable(states[lane])) end
   end
   return kept
 end
 
 -- Expired leases (deadline <= now), earliest first, at most limit of them
 -- ended as returns; look: how many expired leases to look at.
-local function reap_expired(limit, look, leave_damaged)
+local function reap_expired(limit, look, return_jobs)
   local jobs = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now_ms(), 'LIMIT', 0, look)
   local items = {}
   for i, job in ipairs(jobs) do items[i] = read_item(job) end
-  local ended = release(items, 'return', leave_damaged, limit)
+  local ended = release(items, 'return', return_jobs, limit)
   local ids = {}
   for i, it in ipairs(ended) do ids[i] = it[1] end
   return ids
@@ -217,7 +239,7 @@ local function settle(name, ending)
       local it = leased_under(job, ARGV[1])
       if it then
         items[#items + 1] = it
-        if it[3] then settled = settled + 1 end
+        if it[2] then settled = settled + 1 end
       end
     end
   end
@@ -251,7 +273,7 @@ local function reap_bound(at, name)
   return tonumber(ARGV[at + 1])
 end
 -- Expired leases first (SPEC, under EMQ.WCLAIM): at most bound of them go
--- back before the turn, a damaged lane's left in place.
+-- back before the turn, a damaged lane's jobs too (see release).
 local function reap_first(bound)
   if bound > 0 then reap_expired(bound, bound * 2, true) end
 end
@@ -260,15 +282,6 @@ end
 local function drop(ring, g)
   redis.call('LREM', ring, 0, g)
   return {}
-end
--- Whether a lane's pending key is a zset or missing (else the lane is damaged).
-local function zset_or_none(key)
-  local t = redis.call('TYPE', key)['ok']
-  return t == 'zset' or t == 'none'
-end
--- Whether a stored number is sound: absent, or an integer (>= min if given).
-local function sound(v, min)
-  return not v or (is_int(v) and (min == nil or tonumber(v) >= min))
 end
 
 -- The second half of a turn (SPEC section 2): lease up to k heads of lane g

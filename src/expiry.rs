@@ -161,7 +161,7 @@ fn fire(ctx: &mut Ctx, id: u64) {
     let prefix_arg = ctx.string(&prefix);
     let q = Queue::internal(&call, prefix_arg.as_arg());
     let now = ctx.now_ms();
-    let next = match release::reap_expired(&q, BATCH, OnDamagedLane::Leave) {
+    let next = match release::reap_expired(&q, BATCH, OnDamagedLane::ReturnJobs) {
         // More may have expired than one firing returns: go on right away.
         Ok(reaped) if reaped.len() >= BATCH => {
             call.count(&stats::JOBS_REAPED_BY_TIMER, reaped.len() as u64);

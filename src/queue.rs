@@ -136,16 +136,27 @@ impl<'q> Queue<'q> {
     /// The lane's numbers: depth, active count, ceiling, paused. Every key
     /// read is type-checked and every number validated.
     pub fn lane(&self, lane: Arg) -> Result<Lane, Error> {
-        let depth = self.pending_zset(lane.bytes())?.len() as u64;
-        let active = stored_int(self.active()?, lane, "active count of lane")?.unwrap_or(0);
-        let limit = stored_int(self.limits()?, lane, "limit of lane")?;
-        let paused = self.is_paused(lane)?;
+        let read = self.lane_read(lane);
         Ok(Lane {
-            depth,
-            active,
-            limit,
-            paused,
+            depth: read.depth?,
+            active: read.active?,
+            limit: read.limit?,
+            paused: read.paused?,
         })
+    }
+
+    /// The lane's numbers, each read on its own: what is damaged says so
+    /// without hiding the rest.
+    pub fn lane_read(&self, lane: Arg) -> LaneRead {
+        LaneRead {
+            depth: self.pending_zset(lane.bytes()).map(|z| z.len() as u64),
+            active: self
+                .active()
+                .and_then(|h| stored_int(h, lane, "active count of lane"))
+                .map(|a| a.unwrap_or(0)),
+            limit: self.limits().and_then(|h| stored_int(h, lane, "limit of lane")),
+            paused: self.is_paused(lane),
+        }
     }
 
     /// The lane's numbers with `limit` for its ceiling (the stored one is
@@ -238,6 +249,14 @@ impl<'q> Queue<'q> {
             )
         });
     }
+}
+
+/// A lane's numbers as [`Queue::lane_read`] reads them.
+pub struct LaneRead {
+    pub depth: Result<u64, Error>,
+    pub active: Result<i64, Error>,
+    pub limit: Result<Option<i64>, Error>,
+    pub paused: Result<bool, Error>,
 }
 
 /// An integer field of a hash: `None` when the field is missing; an error

@@ -142,9 +142,29 @@ fn damage(c: &mut redis::Connection, rng: &mut Rng, prefixes: [&str; 2], lanes: 
             pipe.ignore();
         }
     }
-    let extra = rng.below(6);
+    let extra = rng.below(8);
+    // An expired lease of some lane (whose numbers may be damaged: its jobs
+    // still go back), or one whose record's mint is damaged.
+    let expired_lane = &lanes[rng.below(lanes.len() as u64) as usize].name;
     for p in prefixes {
         match extra {
+            2 | 3 => {
+                let (job, mint) = if extra == 2 {
+                    ("expired1", "7")
+                } else {
+                    ("expired2", "1e999")
+                };
+                pipe.cmd("ZADD")
+                    .arg(format!("{p}leases"))
+                    .arg(1)
+                    .arg(job)
+                    .ignore();
+                pipe.cmd("HSET")
+                    .arg(format!("{p}jlease"))
+                    .arg(job)
+                    .arg(format!("{mint} {expired_lane}"))
+                    .ignore();
+            }
             0 => {
                 pipe.cmd("RPUSH").arg(format!("{p}gring")).arg("").ignore();
                 pipe.cmd("ZADD")

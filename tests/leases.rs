@@ -446,58 +446,67 @@ fn reap_on_claim_bounds_the_returns_and_is_set_like_every_config() {
     assert!(refused.is_err(), "below 0 is refused");
 }
 
-/// A lane whose own state is damaged keeps its expired leases (an operator
-/// mends it), but never stops a claim's or the timer's returns of the other
-/// lanes' expired leases — and a damaged lane's expired lease left in place
-/// does not make the timer fire over and over while a client waits.
+/// A lane whose own state is damaged never holds back the returns of the
+/// others, however many of its leases expire first: its jobs go back to its
+/// pending set too (its damaged numbers and its ring membership are left for
+/// REPAIR), by a claim or by the timer — and an expired lease the timer
+/// cannot return does not make it fire over and over while a client waits.
 #[test]
-fn a_damaged_lane_never_stops_the_returns_of_the_others() {
+fn a_damaged_lane_never_holds_back_the_returns_of_the_others() {
     let server = Server::start();
     let mut c = server.conn();
-    for lane in ["bad", "good"] {
-        cmd(
-            &mut c,
-            &[
-                "EMQ.ENQUEUE",
-                P,
-                lane,
-                "0",
-                &format!("{lane}0"),
-                "1",
-                &format!("{lane}1"),
-            ],
-        );
-        cmd(&mut c, &["EMQ.WEIGHT", P, lane, "2"]);
+    cmd(&mut c, &["CONFIG", "SET", "emq.reap-on-claim", "0"]);
+    // 40 leases of the damaged lane expire before the good lane's one.
+    let mut args = vec!["EMQ.ENQUEUE".to_string(), P.into(), "bad".into()];
+    for i in 0..40 {
+        args.extend([i.to_string(), format!("bad{i}")]);
     }
-    for _ in 0..2 {
-        cmd(&mut c, &["EMQ.WCLAIM", P, "80"]).claim().expect("leased");
-    }
+    cmd(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    cmd(&mut c, &["EMQ.WEIGHT", P, "bad", "40"]);
+    cmd(&mut c, &["EMQ.WCLAIM", P, "1"]).claim().expect("40 leased");
+    thread::sleep(Duration::from_millis(3));
+    cmd(&mut c, &["EMQ.ENQUEUE", P, "good", "0", "g0"]);
+    cmd(&mut c, &["EMQ.WCLAIM", P, "1"]).claim().expect("g0 leased");
     hset(&mut c, &format!("{P}glimit"), "bad", "x");
-    thread::sleep(Duration::from_millis(120));
-    // A claim returns the good lane's two first (the damaged lane's stay),
-    // and serves them.
-    let (lane, _, jobs) = cmd(&mut c, &["EMQ.WCLAIM", P, "60000"])
-        .claim()
-        .expect("the good lane's returned jobs are served");
-    assert_eq!(
-        (lane.as_str(), jobs),
-        ("good", vec!["good0".to_string(), "good1".to_string()])
+    thread::sleep(Duration::from_millis(5));
+    cmd(&mut c, &["CONFIG", "SET", "emq.reap-on-claim", "16"]);
+    let mut served = None;
+    for _ in 0..5 {
+        if let Some(turn) = cmd(&mut c, &["EMQ.CLAIM", P, "60000"]).claim() {
+            served = Some(turn);
+            break;
+        }
+    }
+    let (lane, _, jobs) = served.expect("the good lane's job came back and was served");
+    assert_eq!((lane.as_str(), jobs), ("good", vec!["g0".to_string()]));
+    let bad_pending = int_reply(&mut c, &["ZCARD", &format!("{P}g:bad:pending")]);
+    assert!(
+        bad_pending >= 16,
+        "the damaged lane's jobs went back to it ({bad_pending})"
     );
-    assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_claims"), 2);
-    let stuck: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("{P}leases"))
-        .arg(0)
-        .arg(1)
+    assert!(
+        !ring(&mut c, P).contains(&"bad".to_string()),
+        "its ring membership left as it was"
+    );
+    assert!(
+        server.log().contains("left for EMQ.REPAIR"),
+        "and the log says so"
+    );
+
+    // The timer, with a lease of a lane whose pending key is of another
+    // type (it cannot go back: it stays) and a good lease after it.
+    let q = "t{q}:";
+    cmd(&mut c, &["EMQ.ENQUEUE", q, "stuck", "0", "s0"]);
+    cmd(&mut c, &["EMQ.CLAIM", q, "1"]).claim().expect("s0 leased");
+    let _: () = redis::cmd("SET")
+        .arg(format!("{q}g:stuck:pending"))
+        .arg("x")
         .query(&mut c)
         .unwrap();
-    assert_eq!(stuck, ["bad0", "bad1"], "the damaged lane's leases stay");
-
-    // A waiter: the timer returns the good lane's lease at its deadline and
-    // fires once for it, not over and over for the damaged lane's.
-    cmd(&mut c, &["EMQ.ENQUEUE", P, "good", "5", "g5"]);
-    cmd(&mut c, &["EMQ.WCLAIM", P, "600"]).claim().expect("g5 leased");
+    cmd(&mut c, &["EMQ.ENQUEUE", q, "good", "5", "g5"]);
+    cmd(&mut c, &["EMQ.CLAIM", q, "600"]).claim().expect("g5 leased");
     let firings = info_u64(&mut c, "emq_timer_firings");
-    let served = cmd(&mut c, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
+    let served = cmd(&mut c, &["EMQ.CLAIM", q, "60000", "BLOCK", "5000"])
         .claim()
         .expect("the timer returned g5 and woke the waiter");
     assert_eq!((served.0.as_str(), served.2), ("good", vec!["g5".to_string()]));
@@ -506,12 +515,12 @@ fn a_damaged_lane_never_stops_the_returns_of_the_others() {
         (1..=3).contains(&fired),
         "the timer fired {fired} times in 600 ms"
     );
-    let bad_lease: Option<f64> = redis::cmd("ZSCORE")
-        .arg(format!("{P}leases"))
-        .arg("bad0")
+    let stuck: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{q}leases"))
+        .arg("s0")
         .query(&mut c)
         .unwrap();
-    assert!(bad_lease.is_some(), "the damaged lane's lease stays");
+    assert!(stuck.is_some(), "a lease that cannot go back stays");
 }
 
 /// The timer works in the waiter's database: a lease of db 3 is returned in

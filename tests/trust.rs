@@ -735,3 +735,70 @@ fn the_expiry_timer_writes_nothing_while_writes_are_paused() {
     in_sync(&mut c, &mut r);
     assert_eq!(digest(&mut c), digest(&mut r));
 }
+
+/// A record whose mint is damaged but whose lane is readable: the lease is
+/// dropped when it ends, and its lane's count drops with it (the record
+/// counted it, as REPAIR counts it), so a lane at its ceiling serves again.
+#[test]
+fn a_dropped_lease_of_a_known_lane_frees_its_place_under_the_ceiling() {
+    both(|c, emq, p| {
+        emq.run(c, "enqueue", &[p, "A", "1", "a1", "2", "a2", "3", "a3"]);
+        emq.run(c, "limit", &[p, "A", "1"]);
+        let (_, token, jobs) = emq.run(c, "claim", &[p, "60000"]).claim().unwrap();
+        assert_eq!(jobs, ["a1"]);
+        hset(c, &format!("{p}jlease"), "a1", "1e999 A");
+        assert_eq!(
+            emq.run(c, "ack", &[p, &token.to_string(), "a1"]),
+            Reply::Ok(Value::Int(0)),
+            "{:?}: dropped, not counted",
+            emq.flavor
+        );
+        let active: Option<String> = redis::cmd("HGET")
+            .arg(format!("{p}gactive"))
+            .arg("A")
+            .query(c)
+            .unwrap();
+        assert_eq!(active, None, "{:?}: A's count dropped with its lease", emq.flavor);
+        let (lane, _, jobs) = emq
+            .run(c, "claim", &[p, "60000"])
+            .claim()
+            .expect("A is below its ceiling again");
+        assert_eq!((lane.as_str(), jobs), ("A", vec!["a2".to_string()]));
+    });
+}
+
+/// A claim's expired-leases-first step returns the jobs of a lane whose own
+/// numbers are damaged (its count drops if it is a number; its ring is left
+/// for REPAIR), native and twin alike.
+#[test]
+fn a_damaged_lanes_expired_jobs_go_back_to_it() {
+    both(|c, emq, p| {
+        emq.run(c, "enqueue", &[p, "A", "1", "a1", "2", "a2"]);
+        emq.run(c, "weight", &[p, "A", "2"]);
+        emq.run(c, "wclaim", &[p, "1"]).claim().expect("a1, a2 leased");
+        emq.run(c, "enqueue", &[p, "B", "1", "b1"]);
+        hset(c, &format!("{p}glimit"), "A", "x");
+        thread::sleep(Duration::from_millis(5));
+        let (lane, _, jobs) = emq.run(c, "claim", &[p, "60000"]).claim().expect("B served");
+        assert_eq!((lane.as_str(), jobs), ("B", vec!["b1".to_string()]));
+        let pending: Vec<String> = redis::cmd("ZRANGE")
+            .arg(format!("{p}g:A:pending"))
+            .arg(0)
+            .arg(-1)
+            .query(c)
+            .unwrap();
+        assert_eq!(pending, ["a1", "a2"], "{:?}: A's jobs went back", emq.flavor);
+        let active: Option<String> = redis::cmd("HGET")
+            .arg(format!("{p}gactive"))
+            .arg("A")
+            .query(c)
+            .unwrap();
+        assert_eq!(active, None, "{:?}: A's count dropped", emq.flavor);
+        assert_eq!(
+            ring(c, p),
+            Vec::<String>::new(),
+            "{:?}: A's ring membership left as it was",
+            emq.flavor
+        );
+    });
+}

@@ -259,7 +259,7 @@ impl<'q> Claim<'q> {
         if !self.reap_due()? {
             return Ok(false);
         }
-        let reaped = release::reap_expired(self.q, config::reap_on_claim(), OnDamagedLane::Leave)?;
+        let reaped = release::reap_expired(self.q, config::reap_on_claim(), OnDamagedLane::ReturnJobs)?;
         self.q
             .call
             .count(&stats::JOBS_REAPED_BY_CLAIMS, reaped.len() as u64);

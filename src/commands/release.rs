@@ -12,8 +12,10 @@
 //!
 //! A lease whose record is missing or damaged (not `"<mint> <lane>"` with a
 //! mint the server can store as a score and a non-empty lane) is dropped:
-//! both entries go, nothing else is touched, the log says so. One damaged
-//! record never stops the others.
+//! both entries go, the job goes nowhere, the log says so. When the record
+//! still names a lane (only its mint is damaged), that lane's count drops as
+//! for any lease ending: the record counted it (REPAIR counts it too). One
+//! damaged record never stops the others.
 
 use crate::args::parse_i64;
 use crate::errors::{quote, Error};
@@ -33,15 +35,19 @@ pub enum Ending {
 }
 
 /// What to do with the leases of a lane whose own state is damaged (a
-/// stored limit or active count that is not an integer).
+/// stored limit or active count that is not an integer, a pending key of
+/// another type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnDamagedLane {
     /// The call fails and changes nothing (the commands a caller asked for).
     Fail,
-    /// Those leases stay as they are; the others are released (the returns a
-    /// claim or the timer makes on its own: one damaged lane must not stop
-    /// the queue).
-    Leave,
+    /// Its leases end all the same and its jobs go back to its pending set;
+    /// what the damaged numbers would decide (the count that is not a
+    /// number, the ring membership) is left for REPAIR. Only a pending key of
+    /// another type keeps its leases in place. (The returns a claim or the
+    /// timer makes on its own: one damaged lane must not hold back the
+    /// queue's other returns.)
+    ReturnJobs,
 }
 
 /// A job id, borrowed from the arguments or owned.
@@ -64,6 +70,8 @@ struct Item<'a> {
     job: Lease<'a>,
     /// The record as stored (even a damaged one).
     text: Option<RStr>,
+    /// The lane the record names (even when its mint is damaged).
+    lane: Option<RStr>,
     /// The record's lane and mint; `None` when missing or damaged.
     home: Option<(RStr, f64)>,
     /// For a returned job: its return count after this one, and whether it
@@ -81,8 +89,24 @@ impl Item<'_> {
 /// One lane touched by a release.
 struct Group {
     lane: RStr,
-    before: Lane,
+    /// Its state before; `None` when damaged (its ring membership is then
+    /// left as it is).
+    before: Option<Lane>,
+    /// Its active count before; `None` when that is damaged (left as it is).
+    active: Option<i64>,
     released: i64,
+}
+
+/// A lane's state as a release reads it.
+enum LaneState {
+    Sound(Lane),
+    /// Its limit or its active count is damaged: `active` when that one is
+    /// sound.
+    Damaged {
+        active: Option<i64>,
+    },
+    /// Its pending key holds another type: its leases stay.
+    Unreachable,
 }
 
 pub struct Released {
@@ -134,7 +158,7 @@ pub fn release(
         None => None,
     };
     let mut items: Vec<Item> = jobs.into_iter().map(|job| read_item(q, &jlease, job)).collect();
-    if items.iter().any(|i| i.home.is_some()) {
+    if items.iter().any(|i| i.lane.is_some()) {
         // The queue-wide keys first: damage there is an error whatever
         // `on_damaged` says.
         q.ring()?;
@@ -142,38 +166,54 @@ pub fn release(
         q.limits()?;
         q.paused_key()?;
     }
-    let mut states: Vec<(Vec<u8>, Lane)> = Vec::new();
-    let mut left: Vec<Vec<u8>> = Vec::new();
+    let mut states: Vec<(Vec<u8>, LaneState)> = Vec::new();
     for item in &items {
-        let Some((lane, _)) = &item.home else { continue };
-        if states.iter().any(|s| s.0 == lane.bytes()) || left.iter().any(|l| l.as_slice() == lane.bytes()) {
+        let Some(lane) = &item.lane else { continue };
+        if states.iter().any(|s| s.0 == lane.bytes()) {
             continue;
         }
-        match q.lane(lane.as_arg()) {
-            Ok(before) => states.push((lane.bytes().to_vec(), before)),
-            Err(e) if on_damaged == OnDamagedLane::Fail => return Err(e),
-            Err(e) => {
+        let state = match (q.lane(lane.as_arg()), on_damaged) {
+            (Ok(before), _) => LaneState::Sound(before),
+            (Err(e), OnDamagedLane::Fail) => return Err(e),
+            (Err(e), OnDamagedLane::ReturnJobs) => {
+                let read = q.lane_read(lane.as_arg());
+                // `P gpaused` of another type is the queue's damage, not the lane's.
+                read.paused?;
+                let state = if read.depth.is_err() {
+                    LaneState::Unreachable
+                } else {
+                    LaneState::Damaged {
+                        active: read.active.ok(),
+                    }
+                };
                 q.report(|| {
+                    let what = if matches!(state, LaneState::Unreachable) {
+                        "its leases left in place"
+                    } else {
+                        "its jobs returned, its bookkeeping left for EMQ.REPAIR"
+                    };
                     format!(
-                        "leases of lane '{}' left in place: {}",
+                        "lane '{}': {what}: {}",
                         quote(lane.bytes()),
                         e.message().unwrap_or_default()
                     )
                 });
-                left.push(lane.bytes().to_vec());
+                state
             }
-        }
+        };
+        states.push((lane.bytes().to_vec(), state));
     }
-    items.retain(|i| {
-        i.home
-            .as_ref()
-            .is_none_or(|(lane, _)| !left.iter().any(|l| l.as_slice() == lane.bytes()))
-    });
+    let unreachable = |lane: &[u8]| {
+        states
+            .iter()
+            .any(|s| s.0 == lane && matches!(s.1, LaneState::Unreachable))
+    };
+    items.retain(|i| i.lane.as_ref().is_none_or(|lane| !unreachable(lane.bytes())));
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
     for item in &mut items {
-        let Some((lane, _)) = &item.home else { continue };
-        if ending == Ending::Return {
+        let Some(lane) = &item.lane else { continue };
+        if ending == Ending::Return && item.home.is_some() {
             let before = jreturns
                 .hash_get(item.job.arg())
                 .and_then(|v| parse_i64(v.bytes()))
@@ -185,14 +225,15 @@ pub fn release(
         match groups.iter_mut().find(|g| g.lane.bytes() == lane.bytes()) {
             Some(g) => g.released += 1,
             None => {
-                let before = states
-                    .iter()
-                    .find(|s| s.0 == lane.bytes())
-                    .map(|s| s.1)
-                    .ok_or(Error::Internal)?;
+                let (before, active) = match states.iter().find(|s| s.0 == lane.bytes()).map(|s| &s.1) {
+                    Some(LaneState::Sound(l)) => (Some(*l), Some(l.active)),
+                    Some(LaneState::Damaged { active }) => (None, *active),
+                    _ => return Err(Error::Internal),
+                };
                 groups.push(Group {
                     lane: ctx.string(lane.bytes()),
                     before,
+                    active,
                     released: 1,
                 });
             }
@@ -200,15 +241,14 @@ pub fn release(
     }
     let mut new_active = Vec::with_capacity(groups.len());
     for g in &groups {
-        let active = g
-            .before
-            .active
-            .checked_sub(g.released)
-            .ok_or_else(|| Error::Overflow {
+        let active = match g.active {
+            None => None,
+            Some(a) => Some(a.checked_sub(g.released).ok_or_else(|| Error::Overflow {
                 what: "active count of lane",
                 field: g.lane.bytes().to_vec(),
                 key: q.active().map(|k| k.name().bytes().to_vec()).unwrap_or_default(),
-            })?;
+            })?),
+        };
         new_active.push(active);
     }
     let pending: Vec<Key> = groups
@@ -247,14 +287,16 @@ pub fn release(
         if ending == Ending::Return {
             restore(q, &items, g, *zset);
         }
+        let Some(active) = active else { continue };
         q.set_active(g.lane.as_arg(), active)?;
+        let Some(before) = g.before else { continue };
         let after = Lane {
             // Re-read, not predicted: a restored job may already have been pending.
             depth: zset.len() as u64,
             active,
-            ..g.before
+            ..before
         };
-        q.follow(g.lane.as_arg(), ring_change(&g.before, &after))?;
+        q.follow(g.lane.as_arg(), ring_change(&before, &after))?;
     }
     let dropped = items.iter().filter(|i| i.home.is_none()).count() as u64;
     if dropped > 0 {
@@ -281,14 +323,16 @@ pub fn release(
 /// own rules (what ZADD would store).
 fn read_item<'a>(q: &Queue, jlease: &Key, job: Lease<'a>) -> Item<'a> {
     let text = jlease.hash_get(job.arg());
-    let home = text.as_ref().and_then(|text| {
-        let rec = record::parse(text.bytes())?;
+    let rec = text.as_ref().and_then(|text| record::parse(text.bytes()));
+    let lane = rec.map(|r| q.ctx.string(r.lane));
+    let home = rec.and_then(|rec| {
         let mint = q.ctx.string(rec.mint).as_arg().to_score()?;
         Some((q.ctx.string(rec.lane), mint))
     });
     Item {
         job,
         text,
+        lane,
         home,
         returns: 0,
         dies: false,
@@ -379,14 +423,15 @@ fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
 
 /// Returns the queue's expired leases (deadline <= now), earliest first, at
 /// most `max` of them, as NACK does. Returns the jobs whose leases ended.
-/// With `OnDamagedLane::Leave` the leases of damaged lanes are passed over
-/// (at most `max` more of them looked at) and the next ones returned.
+/// With `OnDamagedLane::ReturnJobs` the leases of a lane whose pending key
+/// holds another type are passed over (at most `max` more of them looked at)
+/// and the next ones returned.
 pub fn reap_expired(q: &Queue, max: usize, on_damaged: OnDamagedLane) -> Result<Vec<RStr>, Error> {
     let leases = q.leases()?;
     let now = q.ctx.now_ms() as f64;
     let look = match on_damaged {
         OnDamagedLane::Fail => max,
-        OnDamagedLane::Leave => max.saturating_mul(2),
+        OnDamagedLane::ReturnJobs => max.saturating_mul(2),
     };
     let expired: Vec<Lease> = leases
         .zset_range(now, look)
