@@ -105,7 +105,7 @@ local function max_deliveries()
   local v = redis.call('HGET', POLICY, 'max-deliveries')
   if not v then return nil end
   if not (is_int(v) and tonumber(v) >= 1) then
-    fail("ERR max-deliveries 'max-deliveries' in " .. quote(POLICY) .. ' is not an integer >= 1')
+    fail("ERR setting 'max-deliveries' in " .. quote(POLICY) .. ' is not an integer >= 1')
   end
   return tonumber(v)
 end
@@ -141,7 +141,14 @@ end
 local function release(items, ending, return_jobs, limit)
   redis.call('HLEN', JRETURNS)
   local max = nil
-  if ending == 'return' then max = max_deliveries() end
+  if ending == 'return' then
+    if return_jobs and redis.call('TYPE', POLICY)['ok'] == 'hash' then
+      local ok, m = pcall(max_deliveries) -- a damaged setting: no job dies of these returns
+      if ok then max = m end
+    else
+      max = max_deliveries()
+    end
+  end
   if max then redis.call('ZCARD', DEAD); redis.call('HLEN', JDEAD) end
   local states, left, damaged = {}, {}, {}
   for _, it in ipairs(items) do

@@ -15,6 +15,8 @@
 
 use std::cell::{Cell, RefCell};
 
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::commands::release::{self, OnDamagedLane};
 use crate::commands::Call;
 use crate::ffi::block::TimerId;
@@ -31,7 +33,6 @@ const BATCH: usize = 1000;
 const RETRY_MS: i64 = 100;
 
 struct Watch {
-    id: u64,
     db: i32,
     prefix: Vec<u8>,
     waiters: usize,
@@ -39,14 +40,43 @@ struct Watch {
     timer: Option<(TimerId, i64)>,
 }
 
+/// The watches, by id and by queue: a served claim finds its queue's watch
+/// in O(1), however many queues have waiters.
+#[derive(Default)]
+struct Watches {
+    by_id: HashMap<u64, Watch>,
+    by_queue: HashMap<i32, HashMap<Box<[u8]>, u64>>,
+}
+
+impl Watches {
+    fn find(&self, db: i32, prefix: &[u8]) -> Option<u64> {
+        self.by_queue.get(&db)?.get(prefix).copied()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Watch> {
+        self.by_id.get_mut(&id)
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Watch> {
+        let watch = self.by_id.remove(&id)?;
+        if let Some(queues) = self.by_queue.get_mut(&watch.db) {
+            queues.remove(watch.prefix.as_slice());
+            if queues.is_empty() {
+                self.by_queue.remove(&watch.db);
+            }
+        }
+        Some(watch)
+    }
+}
+
 thread_local! {
-    static WATCHES: RefCell<Vec<Watch>> = const { RefCell::new(Vec::new()) };
+    static WATCHES: RefCell<Watches> = RefCell::new(Watches::default());
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
 /// How many timers are set (INFO emq).
 pub fn running() -> usize {
-    WATCHES.with(|w| w.borrow().iter().filter(|w| w.timer.is_some()).count())
+    WATCHES.with(|w| w.borrow().by_id.values().filter(|w| w.timer.is_some()).count())
 }
 
 /// A client begins to wait on the queue `prefix` of the context's database,
@@ -56,18 +86,23 @@ pub fn watch(ctx: &Ctx, prefix: &[u8], earliest: Option<f64>) -> u64 {
     let db = ctx.db();
     let id = WATCHES.with(|w| {
         let mut watches = w.borrow_mut();
-        if let Some(found) = watches.iter_mut().find(|w| w.db == db && w.prefix == prefix) {
-            found.waiters += 1;
-            return found.id;
+        if let Some(id) = watches.find(db, prefix) {
+            if let Some(found) = watches.get_mut(id) {
+                found.waiters += 1;
+            }
+            return id;
         }
         let id = NEXT_ID.with(|n| n.replace(n.get() + 1));
-        watches.push(Watch {
+        watches.by_id.insert(
             id,
-            db,
-            prefix: prefix.to_vec(),
-            waiters: 1,
-            timer: None,
-        });
+            Watch {
+                db,
+                prefix: prefix.to_vec(),
+                waiters: 1,
+                timer: None,
+            },
+        );
+        watches.by_queue.entry(db).or_default().insert(prefix.into(), id);
         id
     });
     if let Some(at) = earliest {
@@ -80,12 +115,12 @@ pub fn watch(ctx: &Ctx, prefix: &[u8], earliest: Option<f64>) -> u64 {
 pub fn unwatch(ctx: Option<&Ctx>, id: u64) {
     let stop = WATCHES.with(|w| {
         let mut watches = w.borrow_mut();
-        let at = watches.iter().position(|w| w.id == id)?;
-        watches[at].waiters = watches[at].waiters.saturating_sub(1);
-        if watches[at].waiters > 0 {
+        let watch = watches.get_mut(id)?;
+        watch.waiters = watch.waiters.saturating_sub(1);
+        if watch.waiters > 0 {
             return None;
         }
-        watches.swap_remove(at).timer.map(|(timer, _)| timer)
+        watches.remove(id)?.timer.map(|(timer, _)| timer)
     });
     if let (Some(timer), Some(ctx)) = (stop, ctx) {
         ctx.stop_timer(timer);
@@ -98,13 +133,10 @@ pub fn leased(ctx: &Ctx, prefix: &[u8], deadline: i64) {
     let db = ctx.db();
     let id = WATCHES.with(|w| {
         let watches = w.borrow();
-        if watches.is_empty() {
+        if watches.by_id.is_empty() {
             return None;
         }
-        watches
-            .iter()
-            .find(|w| w.db == db && w.prefix == prefix)
-            .map(|w| w.id)
+        watches.find(db, prefix)
     });
     if let Some(id) = id {
         arm(ctx, id, deadline);
@@ -113,11 +145,7 @@ pub fn leased(ctx: &Ctx, prefix: &[u8], deadline: i64) {
 
 /// Sets watch `id`'s timer for `at` (ms) unless it is set for sooner.
 fn arm(ctx: &Ctx, id: u64, at: i64) {
-    let old = WATCHES.with(|w| {
-        let watches = w.borrow();
-        let watch = watches.iter().find(|w| w.id == id)?;
-        Some(watch.timer)
-    });
+    let old = WATCHES.with(|w| w.borrow().by_id.get(&id).map(|watch| watch.timer));
     let Some(old) = old else { return };
     if old.is_some_and(|(_, set)| set <= at) {
         return;
@@ -127,7 +155,7 @@ fn arm(ctx: &Ctx, id: u64, at: i64) {
     }
     let timer = ctx.start_timer(at.saturating_sub(ctx.now_ms()).max(0), fire, id);
     WATCHES.with(|w| {
-        if let Some(watch) = w.borrow_mut().iter_mut().find(|w| w.id == id) {
+        if let Some(watch) = w.borrow_mut().get_mut(id) {
             watch.timer = Some((timer, at));
         }
     });
@@ -138,7 +166,7 @@ fn arm(ctx: &Ctx, id: u64, at: i64) {
 fn fire(ctx: &mut Ctx, id: u64) {
     let found = WATCHES.with(|w| {
         let mut watches = w.borrow_mut();
-        let watch = watches.iter_mut().find(|w| w.id == id)?;
+        let watch = watches.get_mut(id)?;
         watch.timer = None;
         (watch.waiters > 0).then(|| (watch.db, watch.prefix.clone()))
     });
@@ -194,8 +222,11 @@ fn fire(ctx: &mut Ctx, id: u64) {
 /// Stops every timer (at module unload).
 pub fn stop_all(ctx: &Ctx) {
     let timers: Vec<TimerId> = WATCHES.with(|w| {
-        w.borrow_mut()
-            .drain(..)
+        // The maps' memory too: an unloaded module keeps nothing.
+        let watches = std::mem::take(&mut *w.borrow_mut());
+        watches
+            .by_id
+            .into_values()
             .filter_map(|w| w.timer.map(|t| t.0))
             .collect()
     });

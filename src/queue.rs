@@ -239,6 +239,16 @@ impl<'q> Queue<'q> {
         Ok(())
     }
 
+    /// Wakes the claims waiting on the queue, to look at the ring again: for
+    /// a change that may make a lane already in the ring servable (a damaged
+    /// weight, ceiling or count mended), which no ring join would signal.
+    pub fn wake_waiters(&self) {
+        let ring = self.name(Fixed::Ring).as_arg();
+        if self.ctx.key_exists(ring) {
+            self.ctx.signal_ready(ring);
+        }
+    }
+
     /// The log line for damage met while serving (rate-limited).
     pub fn report(&self, what: impl FnOnce() -> String) {
         crate::report::damage(self.ctx, || {

@@ -408,3 +408,49 @@ fn a_blocking_claim_that_can_serve_nothing_writes_nothing() {
         assert_eq!(ring(&mut c, p), ["b"]);
     }
 }
+
+/// A lane in the ring that a claim skips (its own numbers are damaged) and
+/// an operator then mends — with EMQ.WEIGHT, EMQ.LIMIT or EMQ.REPAIR — wakes
+/// the claims waiting on the queue: no ring join happens, and none may be
+/// needed for a waiter to see it.
+#[test]
+fn mending_a_skipped_lane_wakes_the_waiters() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mends: [(&str, &str, &str, &[&str]); 3] = [
+        ("gweight", "abc", "EMQ.WEIGHT", &["1"]),
+        ("glimit", "abc", "EMQ.LIMIT", &["NONE"]),
+        ("gactive", "-1", "EMQ.REPAIR", &[]),
+    ];
+    for (i, (hash, bad, mend, rest)) in mends.iter().enumerate() {
+        let p = format!("m{i}{{q}}:");
+        cmd(&mut c, &["EMQ.ENQUEUE", &p, "D", "1", "d1"]);
+        hset(&mut c, &format!("{p}{hash}"), "D", bad);
+        let port = server.port;
+        let q = p.clone();
+        let waiter = std::thread::spawn(move || {
+            let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            cmd(&mut w, &["EMQ.WCLAIM", &q, "60000", "BLOCK", "5000"])
+        });
+        wait_for("the waiter", || {
+            info_text(&mut c, "emq", "emq_blocked_clients").as_deref() == Some("1")
+        });
+        let mut args = vec![*mend, p.as_str(), "D"];
+        args.extend(rest.iter());
+        assert!(cmd(&mut c, &args).err().is_none(), "{mend}");
+        let started = std::time::Instant::now();
+        let (lane, _, jobs) = waiter
+            .join()
+            .unwrap()
+            .claim()
+            .unwrap_or_else(|| panic!("{mend} woke the waiter"));
+        assert_eq!((lane.as_str(), jobs), ("D", vec!["d1".to_string()]), "{mend}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{mend}: woken, not timed out"
+        );
+    }
+}

@@ -24,6 +24,8 @@ pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     hash.hash_set(lane, weight);
     hash.notify(Class::Hash, c"hset");
     call.repl.effect(c"HSET", &[hash.name(), lane, weight]);
+    // A damaged weight just mended: the lane, skipped until now, may serve.
+    q.wake_waiters();
     Ok(Reply::Ok)
 }
 
@@ -63,6 +65,7 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
         Ok(_) => q.follow(lane, ring_change(&before, &after))?,
         Err(_) => q.settle(lane, after.serviceable())?,
     }
+    q.wake_waiters();
     Ok(Reply::Ok)
 }
 

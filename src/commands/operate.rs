@@ -36,7 +36,17 @@ pub fn queue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     };
     let next = leases.zset_first_score();
     let dead = q.dead()?.len() as i64;
-    let max = release::max_deliveries(&q)?;
+    // A damaged setting is shown as stored: this is where an operator looks.
+    let max = match release::max_deliveries(&q) {
+        Ok(max) => max.map_or(Reply::Null, Reply::Int),
+        Err(Error::BadStored { .. }) => {
+            let field = ctx.string(b"max-deliveries");
+            q.policy()?
+                .hash_get(field.as_arg())
+                .map_or(Reply::Null, Reply::Owned)
+        }
+        Err(e) => return Err(e),
+    };
     Ok(Reply::Map(vec![
         ("ringed", Reply::Int(ring)),
         ("paused", Reply::Int(paused)),
@@ -47,7 +57,7 @@ pub fn queue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
             next.map_or(Reply::Null, |d| Reply::Int(d as i64)),
         ),
         ("dead", Reply::Int(dead)),
-        ("max_deliveries", max.map_or(Reply::Null, Reply::Int)),
+        ("max_deliveries", max),
     ]))
 }
 

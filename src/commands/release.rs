@@ -125,7 +125,7 @@ pub fn max_deliveries(q: &Queue) -> Result<Option<i64>, Error> {
         Some(v) => match parse_i64(v.bytes()) {
             Some(n) if n >= 1 => Ok(Some(n)),
             _ => Err(Error::bad_stored(
-                "max-deliveries",
+                "setting",
                 b"max-deliveries",
                 policy.name().bytes(),
                 "an integer >= 1",
@@ -149,9 +149,23 @@ pub fn release(
     let leases = q.leases()?;
     let jlease = q.jlease()?;
     let jreturns = q.jreturns()?;
-    let policy = match ending {
-        Ending::Return => max_deliveries(q)?,
-        Ending::Ack => None,
+    let policy = match (ending, on_damaged) {
+        (Ending::Ack, _) => None,
+        (Ending::Return, OnDamagedLane::Fail) => max_deliveries(q)?,
+        // A damaged setting must not stop the returns claims and the timer
+        // make on their own: until it is mended, no job dies of them.
+        (Ending::Return, OnDamagedLane::ReturnJobs) => match max_deliveries(q) {
+            Err(e @ Error::BadStored { .. }) => {
+                q.report(|| {
+                    format!(
+                        "no job dies until the policy is mended: {}",
+                        e.message().unwrap_or_default()
+                    )
+                });
+                None
+            }
+            other => other?,
+        },
     };
     let graves = match policy {
         Some(_) => Some((q.dead()?, q.jdead()?)),

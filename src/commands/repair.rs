@@ -182,6 +182,8 @@ pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     // ---- write ----
     if !dry {
         write(&q, &plans)?;
+        // A count mended may make a lane already in the ring servable.
+        q.wake_waiters();
     }
     let mut replies: Vec<Reply> = plans.into_iter().map(|p| p.reply(dry)).collect();
     Ok(if batch {

@@ -201,10 +201,7 @@ fn dead(c: &mut Connection, p: &str, count: u64) -> RedisResult<()> {
     let lane_width = dead.iter().map(|d| d.1.chars().count()).max().unwrap_or(0).max(4);
     println!("{:<width$}  {:<lane_width$}  DIED", "JOB", "LANE");
     for (job, lane, at) in &dead {
-        println!(
-            "{job:<width$}  {lane:<lane_width$}  {} ago",
-            view::duration(now - at)
-        );
+        println!("{job:<width$}  {lane:<lane_width$}  {}", view::ago(now, *at));
     }
     Ok(())
 }

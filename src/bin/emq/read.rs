@@ -58,7 +58,7 @@ fn cell(v: &Value) -> Result<Option<String>, String> {
     match v {
         Value::ServerError(e) => Err(e.code().to_string()),
         Value::Nil => Ok(None),
-        Value::BulkString(b) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+        Value::BulkString(b) => Ok(Some(view::printable(b))),
         Value::Int(n) => Ok(Some(n.to_string())),
         other => Ok(Some(format!("{other:?}"))),
     }
@@ -115,6 +115,10 @@ pub fn totals(c: &mut Connection, p: &str) -> RedisResult<Totals> {
     for kv in flat.chunks(2) {
         let [name, value] = kv else { break };
         let name: String = redis::from_redis_value(name.clone())?;
+        if name == "max_deliveries" {
+            t.max_deliveries = cell(value).unwrap_or_else(Some);
+            continue;
+        }
         let value: Option<i64> = redis::from_redis_value(value.clone())?;
         let v = value.unwrap_or(0);
         match name.as_str() {
@@ -124,7 +128,6 @@ pub fn totals(c: &mut Connection, p: &str) -> RedisResult<Totals> {
             "expired" => t.expired = v,
             "next_deadline" => t.next_deadline = value,
             "dead" => t.dead = v,
-            "max_deliveries" => t.max_deliveries = value,
             _ => {}
         }
     }

@@ -27,7 +27,8 @@ pub struct Totals {
     pub expired: i64,
     pub next_deadline: Option<i64>,
     pub dead: i64,
-    pub max_deliveries: Option<i64>,
+    /// As stored (a damaged one shown as it is).
+    pub max_deliveries: Option<String>,
 }
 
 /// Unreadable pending sets first (they need an operator), then deepest
@@ -75,21 +76,38 @@ pub fn duration(ms: i64) -> String {
     format!("{sign}{body}")
 }
 
-/// A stored name as text a terminal shows literally: invalid UTF-8 as `�`
-/// and control characters (an escape sequence in a lane name would redraw
-/// the screen) as `\xNN` or `\u{NNNN}`.
+/// Stored bytes (a name, a damaged value) as text a terminal shows
+/// literally: control characters (an escape sequence would redraw the
+/// screen) as `\xNN` or `\u{NNNN}`, bytes that are not UTF-8 as `\xNN` (so
+/// two different names never look alike), a backslash as `\\`.
 pub fn printable(name: &[u8]) -> String {
     let mut out = String::with_capacity(name.len());
-    for ch in String::from_utf8_lossy(name).chars() {
-        match ch {
-            c if c.is_control() && (c as u32) < 0x100 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
+    for chunk in name.utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            match ch {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() && (c as u32) < 0x100 => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c if c.is_control() => out.extend(c.escape_unicode()),
+                c => out.push(c),
             }
-            c if c.is_control() => out.extend(c.escape_unicode()),
-            c => out.push(c),
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
         }
     }
     out
+}
+
+/// When something happened `at` (ms, server clock), seen at `now`: a time
+/// that cannot be one (after now, or a damaged score) says so.
+pub fn ago(now: i64, at: i64) -> String {
+    const CENTURY_MS: i64 = 100 * 365 * 86_400_000;
+    match now.checked_sub(at) {
+        Some(d) if (0..CENTURY_MS).contains(&d) => format!("{} ago", duration(d)),
+        _ => format!("at {at} (not a time it could have happened: damaged)"),
+    }
 }
 
 /// `name` cut to `width` characters, with `…` when cut.
@@ -178,7 +196,12 @@ pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Ve
             thousands(t.leased),
             thousands(t.expired),
             thousands(t.dead),
-            t.max_deliveries.map_or("none".into(), thousands),
+            match t.max_deliveries.as_deref() {
+                None => "none".into(),
+                Some(v) => v
+                    .parse::<i64>()
+                    .map_or_else(|_| format!("{v} (damaged)"), thousands),
+            },
         ),
         format!(
             "server: {} jobs/s claimed   next lease deadline {}",
@@ -282,8 +305,29 @@ mod tests {
     fn names_cannot_drive_the_terminal() {
         assert_eq!(printable(b"plain-\xc3\xa9"), "plain-\u{e9}");
         assert_eq!(printable(b"a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
-        assert_eq!(printable(b"\xff"), "\u{fffd}");
         assert_eq!(printable("x\u{85}".as_bytes()), "x\\x85");
+        // Bytes that are not UTF-8 keep their value: two such names differ.
+        assert_eq!(printable(b"\xff\xfe"), "\\xff\\xfe");
+        assert_ne!(printable(b"\xff\xfe"), printable(b"\xfe\xff"));
+        // A backslash is escaped, so no name can look like an escape.
+        assert_eq!(printable(b"\\x1b"), "\\\\x1b");
+        assert_ne!(printable(b"\\x1b"), printable(b"\x1b"));
+    }
+
+    #[test]
+    fn damaged_values_and_times_are_shown_as_damaged() {
+        let mut bad = row("b", 1);
+        bad.active = Some(printable(b"\x1b[2J"));
+        let t = lanes_table(&[bad], 80);
+        assert!(!t[1].contains('\x1b'), "{}", t[1]);
+        let totals = Totals {
+            max_deliveries: Some("abc".into()),
+            ..Totals::default()
+        };
+        assert!(totals_lines(1, &totals, 0, None)[0].ends_with("max-deliveries abc (damaged)"));
+        assert_eq!(ago(10_000, 7_500), "2.5s ago");
+        assert!(ago(10_000, i64::MAX).contains("damaged"));
+        assert!(ago(10_000, i64::MIN).contains("damaged"), "no overflow");
     }
 
     #[test]
