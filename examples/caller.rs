@@ -46,6 +46,15 @@ extern "C" fn call(
                 std::ffi::CString::new(format!("ERR RM_Call failed, errno {errno}")).unwrap_or_default();
             return raw::RedisModule_ReplyWithError.unwrap()(ctx, msg.as_ptr());
         }
+        // With `K`, a callee that blocks gives a promise. This module does
+        // not wait for it: it lets go of it (the callee runs on, its reply
+        // dropped when it comes) and says so. (Replying with the promise
+        // would crash the server, and aborting it inside this call trips an
+        // assertion.)
+        if raw::RedisModule_CallReplyType.unwrap()(reply) == raw::REDISMODULE_REPLY_PROMISE as c_int {
+            raw::RedisModule_FreeCallReply.unwrap()(reply);
+            return raw::RedisModule_ReplyWithSimpleString.unwrap()(ctx, c"PROMISE".as_ptr());
+        }
         raw::RedisModule_ReplyWithCallReply.unwrap()(ctx, reply);
         raw::RedisModule_FreeCallReply.unwrap()(reply);
         raw::REDISMODULE_OK as c_int

@@ -293,8 +293,11 @@ impl Tmux {
             found.is_ok_and(|o| o.status.success()),
             "tmux is missing: `make test` installs it (scripts/deps.sh tmux)"
         );
+        // One tmux server per test: tests run side by side.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Tmux {
-            socket: format!("emq-test-{}", std::process::id()),
+            socket: format!("emq-test-{}-{n}", std::process::id()),
         }
     }
 

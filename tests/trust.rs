@@ -412,6 +412,41 @@ fn a_caller_that_cannot_block_is_not_blocked() {
     assert_eq!(blocked_clients(&mut c), 0);
 }
 
+/// Another module's call that allows blocking (`K`): the claim blocks (the
+/// caller gets a promise), an ENQUEUE wakes it and it is served, as a
+/// client's would be; the server lives and no waiter is left behind.
+/// (Redis 7.0 has no `K`: the call fails in the server, before emq.)
+#[test]
+fn a_caller_that_allows_blocking_is_served_when_woken() {
+    let caller = caller_module_path();
+    let mut server = Server::start_with(&["--loadmodule", caller.to_str().unwrap()]);
+    let mut c = server.conn();
+    let r = cmd(
+        &mut c,
+        &["CALLER.CALL", "KE", "EMQ.WCLAIM", "k:", "60000", "BLOCK", "0"],
+    );
+    if r.err().is_some_and(|e| e.contains("RM_Call failed")) {
+        assert!(server.alive());
+        return;
+    }
+    assert_eq!(r, Reply::Ok(Value::SimpleString("PROMISE".into())));
+    assert_eq!(
+        info_text(&mut c, "emq", "emq_blocked_clients").as_deref(),
+        Some("1")
+    );
+    cmd(&mut c, &["EMQ.ENQUEUE", "k:", "A", "1", "a1"]);
+    wait_for("the waiter served", || {
+        info_text(&mut c, "emq", "emq_blocked_clients").as_deref() == Some("0")
+    });
+    let leased: Option<f64> = redis::cmd("ZSCORE")
+        .arg("k:leases")
+        .arg("a1")
+        .query(&mut c)
+        .unwrap();
+    assert!(leased.is_some(), "a1 went to the module's waiting claim");
+    assert!(server.alive());
+}
+
 /// Issue 12, 9: key permissions apply to every key a call touches. A user
 /// allowed only the key `q` (the declared prefix) may not write `qg:A:pending`
 /// through EMQ.ENQUEUE: refused, nothing written, in the ACL log — also from
