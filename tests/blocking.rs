@@ -426,15 +426,7 @@ fn mending_a_skipped_lane_wakes_the_waiters() {
         let p = format!("m{i}{{q}}:");
         cmd(&mut c, &["EMQ.ENQUEUE", &p, "D", "1", "d1"]);
         hset(&mut c, &format!("{p}{hash}"), "D", bad);
-        let port = server.port;
-        let q = p.clone();
-        let waiter = std::thread::spawn(move || {
-            let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .unwrap()
-                .get_connection()
-                .unwrap();
-            cmd(&mut w, &["EMQ.WCLAIM", &q, "60000", "BLOCK", "5000"])
-        });
+        let waiter = server.call_in_thread(&["EMQ.WCLAIM", &p, "60000", "BLOCK", "5000"]);
         wait_for("the waiter", || {
             info_text(&mut c, "emq", "emq_blocked_clients").as_deref() == Some("1")
         });

@@ -241,12 +241,8 @@ fn module_list_and_info_tell_the_build() {
     let mut c = server.conn();
     let modules = cmd(&mut c, &["MODULE", "LIST"]);
     assert!(format!("{modules:?}").contains("emq"), "{modules:?}");
-    let info: String = redis::cmd("INFO").arg("emq").query(&mut c).unwrap();
-    let version = format!("emq_version:{}", env!("CARGO_PKG_VERSION"));
-    assert!(info.contains(&version), "{info}");
-    let commit = info
-        .lines()
-        .find_map(|l| l.strip_prefix("emq_commit:"))
-        .expect("a commit line");
-    assert!(commit.len() >= 7 && !commit.starts_with("unknown"), "{info}");
+    let version = info_text(&mut c, "emq", "emq_version");
+    assert_eq!(version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+    let commit = info_text(&mut c, "emq", "emq_commit").expect("a commit line");
+    assert!(commit.len() >= 7 && !commit.starts_with("unknown"), "{commit}");
 }

@@ -111,11 +111,8 @@ fn queues_are_served_across_a_three_node_cluster() {
         assert_eq!(acked, 2);
     }
     for node in &nodes {
-        let info: String = redis::cmd("INFO").arg("emq").query(&mut node.conn()).unwrap();
-        let claims: u64 = info
-            .lines()
-            .find_map(|l| l.strip_prefix("emq_claims:"))
-            .and_then(|v| v.trim().parse().ok())
+        let claims: u64 = info_text(&mut node.conn(), "emq", "emq_claims")
+            .and_then(|v| v.parse().ok())
             .unwrap();
         assert!(claims > 0, "node {} served no claim", node.port);
     }

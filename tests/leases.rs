@@ -210,14 +210,7 @@ fn returned_and_dead_jobs_reach_replicas_and_the_aof_as_made() {
         assert_eq!(again.2.len(), 3);
         assert_eq!(info_u64(&mut c, "emq_jobs_reaped_by_claims"), 3, "{mode}");
         // … and a waiting client's timer returns them the second time: dead.
-        let port = primary.port;
-        let waiter = thread::spawn(move || {
-            let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .unwrap()
-                .get_connection()
-                .unwrap();
-            cmd(&mut w, &["EMQ.CLAIM", P, "1000", "BLOCK", "1000"])
-        });
+        let waiter = primary.call_in_thread(&["EMQ.CLAIM", P, "1000", "BLOCK", "1000"]);
         assert_eq!(
             waiter.join().unwrap(),
             Reply::Ok(Value::Nil),
@@ -255,14 +248,7 @@ fn a_replica_never_runs_the_timer() {
     cmd(&mut c, &["EMQ.ENQUEUE", P, "a", "1", "a1"]);
     let (_, token, _) = cmd(&mut c, &["EMQ.CLAIM", P, "200"]).claim().unwrap();
     in_sync(&mut c, &mut r);
-    let port = replica.port;
-    let waiter = thread::spawn(move || {
-        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        cmd(&mut w, &["EMQ.CLAIM", P, "1000", "BLOCK", "600"])
-    });
+    let waiter = replica.call_in_thread(&["EMQ.CLAIM", P, "1000", "BLOCK", "600"]);
     wait_for("the replica's waiter", || {
         info_u64(&mut r, "emq_blocked_clients") == 1
     });
@@ -588,14 +574,7 @@ fn dead_lists_the_oldest_first_and_revive_wakes_a_waiter() {
     assert_eq!(listed(&mut c, &["EMQ.DEAD", P, "COUNT", "2"]), ["d0", "d1"]);
     assert_eq!(listed(&mut c, &["EMQ.DEAD", P, "count", "1"]), ["d0"]);
 
-    let port = server.port;
-    let waiter = thread::spawn(move || {
-        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        cmd(&mut w, &["EMQ.CLAIM", P, "60000", "BLOCK", "5000"])
-    });
+    let waiter = server.call_in_thread(&["EMQ.CLAIM", P, "60000", "BLOCK", "5000"]);
     wait_for("the waiter", || info_u64(&mut c, "emq_blocked_clients") == 1);
     assert_eq!(cmd(&mut c, &["EMQ.REVIVE", P, "d1"]), Reply::Ok(Value::Int(1)));
     let (lane, _, jobs) = waiter.join().unwrap().claim().expect("woken by the revival");

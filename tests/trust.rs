@@ -23,14 +23,7 @@ fn blocked_clients(c: &mut redis::Connection) -> i64 {
 /// Starts `EMQ.WCLAIM p 30000 BLOCK ms` on its own connection and waits
 /// until the server counts it as waiting.
 fn waiter(server: &Server, p: &'static str, ms: &'static str) -> thread::JoinHandle<Reply> {
-    let port = server.port;
-    let handle = thread::spawn(move || {
-        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        cmd(&mut c, &["EMQ.WCLAIM", p, "30000", "BLOCK", ms])
-    });
+    let handle = server.call_in_thread(&["EMQ.WCLAIM", p, "30000", "BLOCK", ms]);
     let mut c = server.conn();
     wait_for("the claim to wait", || blocked_clients(&mut c) == 1);
     handle
@@ -745,14 +738,7 @@ fn the_expiry_timer_writes_nothing_while_writes_are_paused() {
     let p = "pause{q}:";
     cmd(&mut c, &["EMQ.ENQUEUE", p, "A", "1", "a1"]);
     cmd(&mut c, &["EMQ.CLAIM", p, "300"]).claim().expect("a1 leased");
-    let port = primary.port;
-    let waiter = thread::spawn(move || {
-        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        cmd(&mut w, &["EMQ.CLAIM", p, "60000", "BLOCK", "10000"])
-    });
+    let waiter = primary.call_in_thread(&["EMQ.CLAIM", p, "60000", "BLOCK", "10000"]);
     wait_for("the waiter", || {
         info_text(&mut c, "emq", "emq_blocked_clients").as_deref() == Some("1")
     });

@@ -192,6 +192,14 @@ impl Server {
         self.try_conn().expect("connect to the test server")
     }
 
+    /// `args` sent on a connection of its own, from a thread (a client that
+    /// waits, while the test goes on): its reply when joined.
+    pub fn call_in_thread(&self, args: &[&str]) -> std::thread::JoinHandle<Reply> {
+        let mut c = self.conn();
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        std::thread::spawn(move || cmd(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+    }
+
     /// How far apart (ms) a native command's clock and a script's `TIME`
     /// may read inside one MULTI/EXEC: 0 where the server shares one cached
     /// command time with modules (Valkey, Redis 7.2+); Redis 7.0 lacks it,
