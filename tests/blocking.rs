@@ -330,20 +330,7 @@ fn the_example_worker_drains_a_queue() {
 fn unserviceable_head_lanes_leave_the_ring_before_the_serving_one() {
     let server = Server::start();
     let mut c = server.conn();
-    for lane in ["a", "b", "c"] {
-        cmd(
-            &mut c,
-            &[
-                "EMQ.ENQUEUE",
-                P,
-                lane,
-                "1",
-                &format!("{lane}1"),
-                "2",
-                &format!("{lane}2"),
-            ],
-        );
-    }
+    enqueue_two(&mut c, P, &["a", "b", "c"]);
     // a and b can no longer be served (their jobs went behind the module's back).
     for lane in ["a", "b"] {
         let _: () = redis::cmd("DEL")

@@ -35,20 +35,7 @@ fn queue_figures_match_a_known_keyspace() {
     assert_eq!(empty["next_deadline"], Value::Nil);
     assert_eq!(empty["max_deliveries"], Value::Nil);
 
-    for lane in ["a", "b", "c", "d"] {
-        cmd(
-            &mut c,
-            &[
-                "EMQ.ENQUEUE",
-                p,
-                lane,
-                "1",
-                &format!("{lane}1"),
-                "2",
-                &format!("{lane}2"),
-            ],
-        );
-    }
+    enqueue_two(&mut c, p, &["a", "b", "c", "d"]);
     cmd(&mut c, &["EMQ.PAUSE", p, "d"]);
     cmd(&mut c, &["EMQ.PAUSE", p, "nobody"]);
     cmd(&mut c, &["EMQ.POLICY", p, "max-deliveries", "1"]);

@@ -38,6 +38,21 @@ struct Result {
     bytes_per_waiting_job: f64,
 }
 
+impl Result {
+    /// A run of JOBS jobs: the server's `usec` and CPU seconds for them, the
+    /// run's wall time, and the memory WAITING waiting jobs held.
+    fn of(system: &'static str, usec: u64, cpu: f64, seconds: f64, bytes: u64) -> Result {
+        Result {
+            system,
+            jobs: JOBS,
+            server_usec_per_job: usec as f64 / JOBS as f64,
+            server_cpu_usec_per_job: cpu * 1e6 / JOBS as f64,
+            jobs_per_sec: JOBS as f64 / seconds,
+            bytes_per_waiting_job: bytes as f64 / WAITING as f64,
+        }
+    }
+}
+
 fn main() {
     let node_modules =
         std::env::var("EMQ_PEERS_NODE_MODULES").expect("EMQ_PEERS_NODE_MODULES: run `make bench-peers`");
@@ -151,14 +166,7 @@ fn emq(server: &Server, c: &mut redis::Connection) -> Result {
     }
     send(c, &adds);
     let bytes = memory(c, &format!("{P}*"));
-    Result {
-        system: "emq",
-        jobs: JOBS,
-        server_usec_per_job: usec as f64 / JOBS as f64,
-        server_cpu_usec_per_job: cpu * 1e6 / JOBS as f64,
-        jobs_per_sec: JOBS as f64 / seconds,
-        bytes_per_waiting_job: bytes as f64 / WAITING as f64,
-    }
+    Result::of("emq", usec, cpu, seconds, bytes)
 }
 
 /// BullMQ through its own client (`bullmq.cjs`).
@@ -192,12 +200,5 @@ fn bullmq(server: &Server, c: &mut redis::Connection, node_modules: &str) -> Res
     flush(c);
     run(WAITING, "waiting");
     let bytes = memory(c, "bull:*");
-    Result {
-        system: "BullMQ",
-        jobs: JOBS,
-        server_usec_per_job: usec as f64 / JOBS as f64,
-        server_cpu_usec_per_job: cpu * 1e6 / JOBS as f64,
-        jobs_per_sec: JOBS as f64 / seconds,
-        bytes_per_waiting_job: bytes as f64 / WAITING as f64,
-    }
+    Result::of("BullMQ", usec, cpu, seconds, bytes)
 }

@@ -905,6 +905,14 @@ pub fn over_seeds<T>(
     seeds.map(|seed| run_seed(&mut c, &twins, tol, seed)).collect()
 }
 
+/// Two jobs in each lane (`<lane>1` at mint 1, `<lane>2` at 2), by ENQUEUE.
+pub fn enqueue_two(c: &mut redis::Connection, p: &str, lanes: &[&str]) {
+    for lane in lanes {
+        let (one, two) = (format!("{lane}1"), format!("{lane}2"));
+        cmd(c, &["EMQ.ENQUEUE", p, lane, "1", &one, "2", &two]);
+    }
+}
+
 /// `HSET key field value`.
 pub fn hset(c: &mut redis::Connection, key: &str, field: &str, value: &str) {
     let _: () = redis::cmd("HSET")
