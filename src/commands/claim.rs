@@ -10,8 +10,8 @@
 //!   order: a head already leased or dead (a duplicate id) is removed from
 //!   the lane, the others are leased (`P leases` score = the deadline,
 //!   `P jlease` = `"<mint> <lane>"`) until K are; `gactive[lane]` grows by
-//!   the number leased; then the lane leaves the ring (from the tail, where
-//!   it was just rotated) if it is no longer serviceable.
+//!   the number leased; a lane no longer serviceable then leaves the ring
+//!   (rotated to the tail and removed from it: in one step, the head popped).
 //!
 //! Every key a turn touches is opened, type-checked and permission-checked
 //! before its first write; damage to a queue-wide key is an error.
@@ -465,7 +465,15 @@ impl<'q> Claim<'q> {
     /// The writes of a serving turn; nothing here can fail.
     fn serve(&self, lane: &RStr, s: &Serving, deadline: i64) -> Served {
         let ctx = self.q.ctx;
-        let rotated = self.rotate();
+        // A lane that leaves is rotated to the tail and removed from it: in
+        // one step, the head removed (O(1)).
+        let rotated = if s.leaves {
+            self.ring.list_pop_head();
+            self.ring.notify(Class::List, c"lpop");
+            false
+        } else {
+            self.rotate()
+        };
         for job in s.taken.iter().map(|(job, _)| job).chain(&s.dropped) {
             s.pending.zset_rem(job.as_arg());
         }
@@ -486,11 +494,6 @@ impl<'q> Claim<'q> {
             self.active.notify(Class::Hash, c"hincrby");
             active = Some(count);
         }
-        if s.leaves {
-            // The lane was just rotated to the tail: removing it is O(1).
-            self.ring.list_pop_tail();
-            self.ring.notify(Class::List, c"lrem");
-        }
         Served {
             rotated,
             deadline,
@@ -503,9 +506,7 @@ impl<'q> Claim<'q> {
     /// replica or an AOF reader without the module can apply.
     fn replicate_effects(&self, lane: &RStr, s: &Serving, served: &Served) {
         let repl = &self.q.call.repl;
-        // Rotated to the tail and removed from it: the head removed.
-        let popped = s.leaves && served.rotated;
-        if popped {
+        if s.leaves {
             repl.effect(c"LPOP", &[self.ring.name()]);
         } else if served.rotated {
             self.replicate_rotation();
@@ -528,14 +529,13 @@ impl<'q> Claim<'q> {
             repl.effect(c"HSET", &hset);
             repl.effect(c"HSET", &[self.active.name(), lane.as_arg(), active.as_arg()]);
         }
-        if s.leaves && !popped {
-            repl.effect(c"RPOP", &[self.ring.name()]);
-        }
     }
 }
 
 /// What a serving turn wrote, for its replication.
 struct Served {
+    /// The ring rotated one step (the lane stays, and the ring holds more
+    /// than it).
     rotated: bool,
     deadline: i64,
     /// The lease records, in the order of the jobs taken.

@@ -463,11 +463,6 @@ impl<'c> Key<'c> {
         RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_HEAD as c_int) })
     }
 
-    pub fn list_pop_tail(&self) -> Option<RStr> {
-        self.wrote();
-        RStr::own(unsafe { api!(RedisModule_ListPop)(self.ptr(), raw::REDISMODULE_LIST_TAIL as c_int) })
-    }
-
     /// Removes the element at `index` (the list is deleted when emptied).
     pub fn list_delete(&self, index: usize) {
         self.wrote();
