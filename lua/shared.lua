@@ -134,10 +134,11 @@ end
 -- 'return': back to pending at the mint score, the return counted in
 -- jreturns — or, when that count reaches max-deliveries, dead (P dead, score
 -- now; P jdead). gactive drops per lane; the ring follows. A lane whose
--- state is damaged fails the call — or, with return_jobs, its jobs go back
--- all the same, its count drops only if it is a number and its ring is left
--- as it is (a pending key of another type keeps its leases).
--- Returns the items ended.
+-- state is damaged fails the call when a sound record names it — or, with
+-- return_jobs (or for dropped leases only), its jobs go back all the same,
+-- its count drops only if it is a number >= 0 and its ring is left as it is;
+-- a lane whose pending key holds another type gets its returned jobs dead.
+-- A negative count is damage: left as it is. Returns the items ended.
 local function release(items, ending, return_jobs, limit)
   redis.call('HLEN', JRETURNS)
   local max = nil
@@ -149,24 +150,28 @@ local function release(items, ending, return_jobs, limit)
       max = max_deliveries()
     end
   end
-  if max then redis.call('ZCARD', DEAD); redis.call('HLEN', JDEAD) end
-  local states, left, damaged = {}, {}, {}
+  local states, unreachable, damaged = {}, {}, {}
   for _, it in ipairs(items) do
     if it[3] then redis.call('LLEN', RING); redis.call('HLEN', ACTIVE); redis.call('HLEN', LIMIT) break end
   end
   for _, it in ipairs(items) do
     local lane = it[3]
-    if lane and states[lane] == nil and not left[lane] and not damaged[lane] then
-      local ok, state = pcall(lane_state, lane)
-      if ok then
-        states[lane] = state
-      elseif return_jobs then
-        redis.call('SISMEMBER', PAUSED, lane) -- P gpaused of another type: the queue's damage
-        if zset_or_none(pending(lane)) then
-          damaged[lane] = {active_sound = sound(redis.call('HGET', ACTIVE, lane))}
-        else
-          left[lane] = true
+    if lane and states[lane] == nil and not damaged[lane] then
+      local must_be_sound = false
+      if not return_jobs then
+        for _, other in ipairs(items) do
+          if other[3] == lane and other[2] then must_be_sound = true end
         end
+      end
+      local ok, state = pcall(lane_state, lane)
+      if ok and state.active >= 0 then
+        states[lane] = state
+      elseif ok then
+        damaged[lane] = {active_sound = false} -- a negative count: damage
+      elseif not must_be_sound then
+        redis.call('SISMEMBER', PAUSED, lane) -- P gpaused of another type: the queue's damage
+        damaged[lane] = {active_sound = sound(redis.call('HGET', ACTIVE, lane), 0)}
+        if not zset_or_none(pending(lane)) then unreachable[lane] = true end
       else
         error(state)
       end
@@ -175,7 +180,7 @@ local function release(items, ending, return_jobs, limit)
   local kept, counts, order = {}, {}, {}
   for _, it in ipairs(items) do
     local lane = it[3]
-    if not (lane and left[lane]) and #kept < limit then
+    if #kept < limit then
       kept[#kept + 1] = it
       if lane then
         if not counts[lane] then counts[lane] = 0; order[#order + 1] = lane end
@@ -183,11 +188,14 @@ local function release(items, ending, return_jobs, limit)
         if ending == 'return' and it[2] then
           local r = redis.call('HGET', JRETURNS, it[1])
           it.returns = ((r and is_int(r) and tonumber(r) >= 0) and tonumber(r) or 0) + 1
-          it.dies = max ~= nil and it.returns >= max
+          it.dies = (max ~= nil and it.returns >= max) or unreachable[lane] == true
         end
       end
     end
   end
+  local dying = false
+  for _, it in ipairs(kept) do if it.dies then dying = true end end
+  if dying then redis.call('ZCARD', DEAD); redis.call('HLEN', JDEAD) end
   local now = now_ms()
   for _, it in ipairs(kept) do
     redis.call('ZREM', LEASES, it[1])

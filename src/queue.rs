@@ -136,13 +136,7 @@ impl<'q> Queue<'q> {
     /// The lane's numbers: depth, active count, ceiling, paused. Every key
     /// read is type-checked and every number validated.
     pub fn lane(&self, lane: Arg) -> Result<Lane, Error> {
-        let read = self.lane_read(lane);
-        Ok(Lane {
-            depth: read.depth?,
-            active: read.active?,
-            limit: read.limit?,
-            paused: read.paused?,
-        })
+        self.lane_read(lane).lane()
     }
 
     /// The lane's numbers, each read on its own: what is damaged says so
@@ -267,6 +261,18 @@ pub struct LaneRead {
     pub active: Result<i64, Error>,
     pub limit: Result<Option<i64>, Error>,
     pub paused: Result<bool, Error>,
+}
+
+impl LaneRead {
+    /// The lane, or the first error met reading it (in the order read).
+    pub fn lane(&self) -> Result<Lane, Error> {
+        Ok(Lane {
+            depth: self.depth.clone()?,
+            active: self.active.clone()?,
+            limit: self.limit.clone()?,
+            paused: self.paused.clone()?,
+        })
+    }
 }
 
 /// An integer field of a hash: `None` when the field is missing; an error

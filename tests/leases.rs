@@ -479,11 +479,20 @@ fn a_damaged_lane_never_holds_back_the_returns_of_the_others() {
         "and the log says so"
     );
 
-    // The timer, with a lease of a lane whose pending key is of another
-    // type (it cannot go back: it stays) and a good lease after it.
+    // Leases of a lane whose pending key holds another type (its jobs
+    // cannot go back: they are set aside in P dead), 40 of them ahead of a
+    // good lease; then the timer, for a waiter.
     let q = "t{q}:";
-    cmd(&mut c, &["EMQ.ENQUEUE", q, "stuck", "0", "s0"]);
+    let mut args = vec!["EMQ.ENQUEUE".to_string(), q.into(), "stuck".into()];
+    for i in 0..40 {
+        args.extend([i.to_string(), format!("s{i}")]);
+    }
+    cmd(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    cmd(&mut c, &["EMQ.WEIGHT", q, "stuck", "40"]);
     cmd(&mut c, &["EMQ.CLAIM", q, "1"]).claim().expect("s0 leased");
+    cmd(&mut c, &["EMQ.WCLAIM", q, "1"])
+        .claim()
+        .expect("39 more leased");
     let _: () = redis::cmd("SET")
         .arg(format!("{q}g:stuck:pending"))
         .arg("x")
@@ -501,12 +510,23 @@ fn a_damaged_lane_never_holds_back_the_returns_of_the_others() {
         (1..=3).contains(&fired),
         "the timer fired {fired} times in 600 ms"
     );
-    let stuck: Option<f64> = redis::cmd("ZSCORE")
-        .arg(format!("{q}leases"))
-        .arg("s0")
+    let dead = int_reply(&mut c, &["ZCARD", &format!("{q}dead")]);
+    assert_eq!(dead, 40, "the jobs that could not go back are set aside");
+    assert_eq!(
+        int_reply(&mut c, &["ZCARD", &format!("{q}leases")]),
+        1,
+        "only g5's new lease"
+    );
+    // Mended, the lane takes them back.
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{q}g:stuck:pending"))
         .query(&mut c)
         .unwrap();
-    assert!(stuck.is_some(), "a lease that cannot go back stays");
+    assert_eq!(int_reply(&mut c, &["EMQ.REVIVE", q, "s0", "s1"]), 2);
+    let (lane, _, jobs) = cmd(&mut c, &["EMQ.CLAIM", q, "60000"])
+        .claim()
+        .expect("served again");
+    assert_eq!((lane.as_str(), jobs), ("stuck", vec!["s0".to_string()]));
 }
 
 /// The timer works in the waiter's database: a lease of db 3 is returned in

@@ -823,3 +823,52 @@ fn a_damaged_lanes_expired_jobs_go_back_to_it() {
         );
     });
 }
+
+/// A dropped lease whose record names a lane with damaged numbers never
+/// fails the ACK or NACK of the sound leases beside it; and a negative
+/// count is damage a release leaves as it is (not rounded away), native and
+/// twin alike.
+#[test]
+fn a_dropped_lease_never_fails_its_neighbours_and_a_negative_count_stays() {
+    both(|c, emq, p| {
+        emq.run(c, "enqueue", &[p, "a", "1", "j1", "2", "j2"]);
+        emq.run(c, "weight", &[p, "a", "2"]);
+        let (_, token, _) = emq.run(c, "wclaim", &[p, "100000"]).claim().unwrap();
+        hset(c, &format!("{p}jlease"), "j2", "bad b");
+        hset(c, &format!("{p}gactive"), "b", "x");
+        let t = token.to_string();
+        assert_eq!(
+            emq.run(c, "ack", &[p, &t, "j1", "j2"]),
+            Reply::Ok(Value::Int(1)),
+            "{:?}: j1 acked, j2 dropped",
+            emq.flavor
+        );
+        let b: Option<String> = redis::cmd("HGET")
+            .arg(format!("{p}gactive"))
+            .arg("b")
+            .query(c)
+            .unwrap();
+        assert_eq!(
+            b.as_deref(),
+            Some("x"),
+            "{:?}: b's damage left for REPAIR",
+            emq.flavor
+        );
+
+        emq.run(c, "enqueue", &[p, "d", "1", "d1", "2", "d2"]);
+        let (_, token, _) = emq.run(c, "claim", &[p, "100000"]).claim().expect("d1");
+        hset(c, &format!("{p}gactive"), "d", "-1");
+        emq.run(c, "nack", &[p, &token.to_string(), "d1"]);
+        let d: Option<String> = redis::cmd("HGET")
+            .arg(format!("{p}gactive"))
+            .arg("d")
+            .query(c)
+            .unwrap();
+        assert_eq!(
+            d.as_deref(),
+            Some("-1"),
+            "{:?}: the negative count stays visible",
+            emq.flavor
+        );
+    });
+}

@@ -43,10 +43,11 @@ pub enum OnDamagedLane {
     Fail,
     /// Its leases end all the same and its jobs go back to its pending set;
     /// what the damaged numbers would decide (the count that is not a
-    /// number, the ring membership) is left for REPAIR. Only a pending key of
-    /// another type keeps its leases in place. (The returns a claim or the
-    /// timer makes on its own: one damaged lane must not hold back the
-    /// queue's other returns.)
+    /// number, the ring membership) is left for REPAIR. A lane whose pending
+    /// key holds another type cannot take its jobs back: they are set aside
+    /// in `P dead`, where EMQ.REVIVE finds them once the lane is mended.
+    /// (The returns a claim or the timer makes on their own: one damaged
+    /// lane must not hold back the queue's other returns.)
     ReturnJobs,
 }
 
@@ -105,8 +106,11 @@ enum LaneState {
     Damaged {
         active: Option<i64>,
     },
-    /// Its pending key holds another type: its leases stay.
-    Unreachable,
+    /// Its pending key holds another type: its jobs cannot go back (a
+    /// return sets them aside in `P dead`).
+    Unreachable {
+        active: Option<i64>,
+    },
 }
 
 pub struct Released {
@@ -167,10 +171,6 @@ pub fn release(
             other => other?,
         },
     };
-    let graves = match policy {
-        Some(_) => Some((q.dead()?, q.jdead()?)),
-        None => None,
-    };
     let mut items: Vec<Item> = jobs.into_iter().map(|job| read_item(q, &jlease, job)).collect();
     if items.iter().any(|i| i.lane.is_some()) {
         // The queue-wide keys first: damage there is an error whatever
@@ -186,43 +186,51 @@ pub fn release(
         if states.iter().any(|s| s.0 == lane.bytes()) {
             continue;
         }
-        let state = match (q.lane(lane.as_arg()), on_damaged) {
-            (Ok(before), _) => LaneState::Sound(before),
-            (Err(e), OnDamagedLane::Fail) => return Err(e),
-            (Err(e), OnDamagedLane::ReturnJobs) => {
-                let read = q.lane_read(lane.as_arg());
+        // A caller's command needs sound lanes for the leases it ends with
+        // a sound record; a dropped lease's lane only has its count lowered
+        // when that can be done.
+        let must_be_sound =
+            on_damaged == OnDamagedLane::Fail && items.iter().any(|i| i.of_lane(lane.bytes()));
+        let read = q.lane_read(lane.as_arg());
+        let (state, damage) = match read.lane() {
+            Ok(before) if before.active >= 0 => (LaneState::Sound(before), None),
+            // A negative count is damage (claims skip the lane): left as it
+            // is for REPAIR, not rounded away by the release.
+            Ok(_) => (
+                LaneState::Damaged { active: None },
+                Some("its active count is negative".to_string()),
+            ),
+            Err(e) if must_be_sound => return Err(e),
+            Err(e) => {
                 // `P gpaused` of another type is the queue's damage, not the lane's.
-                read.paused?;
+                read.paused.clone()?;
+                let active = read.active.clone().ok().filter(|a| *a >= 0);
                 let state = if read.depth.is_err() {
-                    LaneState::Unreachable
+                    LaneState::Unreachable { active }
                 } else {
-                    LaneState::Damaged {
-                        active: read.active.ok(),
-                    }
+                    LaneState::Damaged { active }
                 };
-                q.report(|| {
-                    let what = if matches!(state, LaneState::Unreachable) {
-                        "its leases left in place"
-                    } else {
-                        "its jobs returned, its bookkeeping left for EMQ.REPAIR"
-                    };
-                    format!(
-                        "lane '{}': {what}: {}",
-                        quote(lane.bytes()),
-                        e.message().unwrap_or_default()
-                    )
-                });
-                state
+                (state, Some(e.message().unwrap_or_default()))
             }
         };
+        if let Some(damage) = damage {
+            q.report(|| {
+                let what = match state {
+                    LaneState::Unreachable { .. } => {
+                        "its returned jobs set aside in P dead (EMQ.REVIVE once mended)"
+                    }
+                    _ => "its jobs returned, its bookkeeping left for EMQ.REPAIR",
+                };
+                format!("lane '{}': {what}: {damage}", quote(lane.bytes()))
+            });
+        }
         states.push((lane.bytes().to_vec(), state));
     }
     let unreachable = |lane: &[u8]| {
         states
             .iter()
-            .any(|s| s.0 == lane && matches!(s.1, LaneState::Unreachable))
+            .any(|s| s.0 == lane && matches!(s.1, LaneState::Unreachable { .. }))
     };
-    items.retain(|i| i.lane.as_ref().is_none_or(|lane| !unreachable(lane.bytes())));
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
     for item in &mut items {
@@ -234,15 +242,18 @@ pub fn release(
                 .filter(|n| *n >= 0)
                 .unwrap_or(0);
             item.returns = before.saturating_add(1);
-            item.dies = policy.is_some_and(|max| item.returns >= max);
+            // A lane that cannot take its job back: set aside as dead.
+            item.dies = policy.is_some_and(|max| item.returns >= max) || unreachable(lane.bytes());
         }
         match groups.iter_mut().find(|g| g.lane.bytes() == lane.bytes()) {
             Some(g) => g.released += 1,
             None => {
                 let (before, active) = match states.iter().find(|s| s.0 == lane.bytes()).map(|s| &s.1) {
                     Some(LaneState::Sound(l)) => (Some(*l), Some(l.active)),
-                    Some(LaneState::Damaged { active }) => (None, *active),
-                    _ => return Err(Error::Internal),
+                    Some(LaneState::Damaged { active } | LaneState::Unreachable { active }) => {
+                        (None, *active)
+                    }
+                    None => return Err(Error::Internal),
                 };
                 groups.push(Group {
                     lane: ctx.string(lane.bytes()),
@@ -265,10 +276,19 @@ pub fn release(
         };
         new_active.push(active);
     }
-    let pending: Vec<Key> = groups
+    // The lanes that take jobs back (not one whose pending key holds another
+    // type: its jobs die instead).
+    let pending: Vec<Option<Key>> = groups
         .iter()
-        .map(|g| q.pending_zset(g.lane.bytes()))
+        .map(|g| match unreachable(g.lane.bytes()) {
+            true => Ok(None),
+            false => q.pending_zset(g.lane.bytes()).map(Some),
+        })
         .collect::<Result<_, _>>()?;
+    let graves = match items.iter().any(|i| i.dies) {
+        true => Some((q.dead()?, q.jdead()?)),
+        false => None,
+    };
     if items.is_empty() {
         return Ok(Released {
             settled: 0,
@@ -298,12 +318,14 @@ pub fn release(
         bury(q, dead, jdead, &items);
     }
     for ((g, active), zset) in groups.iter().zip(new_active).zip(&pending) {
-        if ending == Ending::Return {
+        if let (Ending::Return, Some(zset)) = (ending, zset) {
             restore(q, &items, g, *zset);
         }
         let Some(active) = active else { continue };
         q.set_active(g.lane.as_arg(), active)?;
-        let Some(before) = g.before else { continue };
+        let (Some(before), Some(zset)) = (g.before, zset) else {
+            continue;
+        };
         let after = Lane {
             // Re-read, not predicted: a restored job may already have been pending.
             depth: zset.len() as u64,

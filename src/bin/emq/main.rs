@@ -256,7 +256,8 @@ fn repair_line(r: &[Value]) -> (Vec<String>, Option<String>) {
         _ => 0,
     };
     let text = |name| match read::field(r, name) {
-        Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+        // Stored values (a damaged count) and server text, escaped.
+        Some(Value::BulkString(b)) => Some(view::printable(&b)),
         _ => None,
     };
     let damage = text("damaged");

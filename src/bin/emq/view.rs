@@ -77,19 +77,21 @@ pub fn duration(ms: i64) -> String {
 }
 
 /// Stored bytes (a name, a damaged value) as text a terminal shows
-/// literally: control characters (an escape sequence would redraw the
-/// screen) as `\xNN` or `\u{NNNN}`, bytes that are not UTF-8 as `\xNN` (so
-/// two different names never look alike), a backslash as `\\`.
+/// literally: ASCII control characters (an escape sequence would redraw the
+/// screen) and bytes that are not UTF-8 as `\xNN`; other control and
+/// invisible characters (C1 controls, zero-width and direction marks) as
+/// `\u{NNNN}`; a backslash as `\\` — so two different names never look
+/// alike.
 pub fn printable(name: &[u8]) -> String {
     let mut out = String::with_capacity(name.len());
     for chunk in name.utf8_chunks() {
         for ch in chunk.valid().chars() {
             match ch {
                 '\\' => out.push_str("\\\\"),
-                c if c.is_control() && (c as u32) < 0x100 => {
+                c if c.is_ascii_control() => {
                     let _ = write!(out, "\\x{:02x}", c as u32);
                 }
-                c if c.is_control() => out.extend(c.escape_unicode()),
+                c if c.is_control() || invisible(c) => out.extend(c.escape_unicode()),
                 c => out.push(c),
             }
         }
@@ -100,12 +102,18 @@ pub fn printable(name: &[u8]) -> String {
     out
 }
 
-/// When something happened `at` (ms, server clock), seen at `now`: a time
-/// that cannot be one (after now, or a damaged score) says so.
+/// Characters that print as nothing, or reorder what follows: zero-width
+/// spaces and joiners, direction marks and overrides, the byte-order mark.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}')
+}
+
+/// When something happened `at` (ms since 1970, server clock), seen at
+/// `now`: a time that cannot be one (before 1970, after now, a damaged
+/// score) says so.
 pub fn ago(now: i64, at: i64) -> String {
-    const CENTURY_MS: i64 = 100 * 365 * 86_400_000;
     match now.checked_sub(at) {
-        Some(d) if (0..CENTURY_MS).contains(&d) => format!("{} ago", duration(d)),
+        Some(d) if at >= 0 && d >= 0 => format!("{} ago", duration(d)),
         _ => format!("at {at} (not a time it could have happened: damaged)"),
     }
 }
@@ -305,13 +313,18 @@ mod tests {
     fn names_cannot_drive_the_terminal() {
         assert_eq!(printable(b"plain-\xc3\xa9"), "plain-\u{e9}");
         assert_eq!(printable(b"a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
-        assert_eq!(printable("x\u{85}".as_bytes()), "x\\x85");
+        assert_eq!(printable("x\u{85}".as_bytes()), "x\\u{85}");
         // Bytes that are not UTF-8 keep their value: two such names differ.
         assert_eq!(printable(b"\xff\xfe"), "\\xff\\xfe");
         assert_ne!(printable(b"\xff\xfe"), printable(b"\xfe\xff"));
         // A backslash is escaped, so no name can look like an escape.
         assert_eq!(printable(b"\\x1b"), "\\\\x1b");
         assert_ne!(printable(b"\\x1b"), printable(b"\x1b"));
+        // A C1 control is a character, not a byte: it cannot pass for one.
+        assert_ne!(printable("c1\u{9b}31m".as_bytes()), printable(b"c1\x9b31m"));
+        // Invisible and reordering characters show.
+        assert_eq!(printable("ok\u{200b}".as_bytes()), "ok\\u{200b}");
+        assert!(!printable("a\u{202e}b".as_bytes()).contains('\u{202e}'));
     }
 
     #[test]
@@ -328,6 +341,7 @@ mod tests {
         assert_eq!(ago(10_000, 7_500), "2.5s ago");
         assert!(ago(10_000, i64::MAX).contains("damaged"));
         assert!(ago(10_000, i64::MIN).contains("damaged"), "no overflow");
+        assert!(ago(10_000, -5).contains("damaged"), "before 1970");
     }
 
     #[test]
