@@ -80,16 +80,8 @@ fn serviceable_now(c: &mut redis::Connection, p: &str, lane: &str) -> bool {
         .arg(format!("{p}g:{lane}:pending"))
         .query(c)
         .unwrap();
-    let active: Option<String> = redis::cmd("HGET")
-        .arg(format!("{p}gactive"))
-        .arg(lane)
-        .query(c)
-        .unwrap();
-    let limit: Option<String> = redis::cmd("HGET")
-        .arg(format!("{p}glimit"))
-        .arg(lane)
-        .query(c)
-        .unwrap();
+    let active = hget(c, &format!("{p}gactive"), lane);
+    let limit = hget(c, &format!("{p}glimit"), lane);
     let paused: bool = redis::cmd("SISMEMBER")
         .arg(format!("{p}gpaused"))
         .arg(lane)

@@ -148,11 +148,7 @@ fn a_poison_job_is_leased_max_deliveries_times_then_dies() {
             Reply::Ok(Value::Int(1))
         );
         assert!(dead_jobs(c, emq, p).is_empty());
-        let returns: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}jreturns"))
-            .arg("bad")
-            .query(c)
-            .unwrap();
+        let returns = hget(c, &format!("{p}jreturns"), "bad");
         assert_eq!(returns, None, "revived with no returns counted");
         let mut lanes = Vec::new();
         for _ in 0..3 {

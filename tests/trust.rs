@@ -251,11 +251,7 @@ fn empty_lane_names_and_damaged_records_never_stall_a_queue() {
             .query(c)
             .unwrap();
         assert_eq!(nameless, None, "no job went back to a lane with no name");
-        let active: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("A")
-            .query(c)
-            .unwrap();
+        let active = hget(c, &format!("{p}gactive"), "A");
         assert_eq!(
             active.as_deref(),
             Some("2"),
@@ -774,11 +770,7 @@ fn a_dropped_lease_of_a_known_lane_frees_its_place_under_the_ceiling() {
             "{:?}: dropped, not counted",
             emq.flavor
         );
-        let active: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("A")
-            .query(c)
-            .unwrap();
+        let active = hget(c, &format!("{p}gactive"), "A");
         assert_eq!(active, None, "{:?}: A's count dropped with its lease", emq.flavor);
         let (lane, _, jobs) = emq
             .run(c, "claim", &[p, "60000"])
@@ -809,11 +801,7 @@ fn a_damaged_lanes_expired_jobs_go_back_to_it() {
             .query(c)
             .unwrap();
         assert_eq!(pending, ["a1", "a2"], "{:?}: A's jobs went back", emq.flavor);
-        let active: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("A")
-            .query(c)
-            .unwrap();
+        let active = hget(c, &format!("{p}gactive"), "A");
         assert_eq!(active, None, "{:?}: A's count dropped", emq.flavor);
         assert_eq!(
             ring(c, p),
@@ -843,11 +831,7 @@ fn a_dropped_lease_never_fails_its_neighbours_and_a_negative_count_stays() {
             "{:?}: j1 acked, j2 dropped",
             emq.flavor
         );
-        let b: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("b")
-            .query(c)
-            .unwrap();
+        let b = hget(c, &format!("{p}gactive"), "b");
         assert_eq!(
             b.as_deref(),
             Some("x"),
@@ -859,11 +843,7 @@ fn a_dropped_lease_never_fails_its_neighbours_and_a_negative_count_stays() {
         let (_, token, _) = emq.run(c, "claim", &[p, "100000"]).claim().expect("d1");
         hset(c, &format!("{p}gactive"), "d", "-1");
         emq.run(c, "nack", &[p, &token.to_string(), "d1"]);
-        let d: Option<String> = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("d")
-            .query(c)
-            .unwrap();
+        let d = hget(c, &format!("{p}gactive"), "d");
         assert_eq!(
             d.as_deref(),
             Some("-1"),

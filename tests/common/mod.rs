@@ -913,6 +913,11 @@ pub fn enqueue_two(c: &mut redis::Connection, p: &str, lanes: &[&str]) {
     }
 }
 
+/// `HGET key field`.
+pub fn hget(c: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
+    redis::cmd("HGET").arg(key).arg(field).query(c).unwrap()
+}
+
 /// `HSET key field value`.
 pub fn hset(c: &mut redis::Connection, key: &str, field: &str, value: &str) {
     let _: () = redis::cmd("HSET")
