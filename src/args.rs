@@ -167,6 +167,24 @@ pub fn lane(s: &[u8]) -> Result<&[u8], Error> {
     }
 }
 
+/// The first occurrence of each item, in order, `key` naming it: a scan for
+/// the handful a call usually names (a hash set costs more than the scan
+/// below a few dozen), a hash set beyond.
+pub fn distinct<'a, T: Copy>(items: Vec<T>, key: impl Fn(T) -> &'a [u8]) -> Vec<T> {
+    if items.len() <= 32 {
+        let mut kept: Vec<(T, &[u8])> = Vec::with_capacity(items.len());
+        for item in items {
+            let name = key(item);
+            if !kept.iter().any(|k| k.1 == name) {
+                kept.push((item, name));
+            }
+        }
+        return kept.into_iter().map(|k| k.0).collect();
+    }
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    items.into_iter().filter(|i| seen.insert(key(*i))).collect()
+}
+
 /// Whether `s` is `keyword`, ignoring ASCII case.
 pub fn is_keyword(s: &[u8], keyword: &str) -> bool {
     s.eq_ignore_ascii_case(keyword.as_bytes())
@@ -202,6 +220,25 @@ mod tests {
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn distinct_keeps_first_occurrences_in_order() {
+        let words = |s: &'static str| s.split(' ').map(str::as_bytes).collect::<Vec<_>>();
+        for n in [3, 40] {
+            // Short lists are scanned, long ones hashed: the same result.
+            let mut items = words("b a b c a");
+            items.extend((0..n).map(|i| &b"0123456789abcdefghijklmnopqrstuvwxyzABCDEF"[i..i + 1]));
+            let kept = distinct(items.clone(), |s| s);
+            let mut expect: Vec<&[u8]> = Vec::new();
+            for i in items {
+                if !expect.contains(&i) {
+                    expect.push(i);
+                }
+            }
+            assert_eq!(kept, expect, "{n}");
+        }
+        assert_eq!(distinct(words("x x x"), |s| s), words("x"));
     }
 
     #[test]

@@ -60,6 +60,21 @@ pub fn integer_score(score: f64) -> Option<i64> {
     plain.then_some(score as i64)
 }
 
+/// A record's mint as a zset score, by the server's rules (what `ZADD`
+/// stores); `None` when it is not one. The digits a claim writes are read
+/// here; anything else is asked of the server.
+pub fn mint_score(ctx: &Ctx, mint: &[u8]) -> Option<f64> {
+    plain_integer(mint).or_else(|| ctx.string(mint).as_arg().to_score())
+}
+
+/// An integer in the server's own grammar (no "-0", no leading zero) whose
+/// double is exact: what the server's parser makes of it too.
+fn plain_integer(text: &[u8]) -> Option<f64> {
+    crate::args::parse_i64(text)
+        .filter(|n| n.unsigned_abs() <= 1 << 53)
+        .map(|n| n as f64)
+}
+
 /// A record split at its first space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record<'a> {
@@ -105,6 +120,38 @@ mod tests {
         for v in [0, 7, -7, 10, 999_999_999_999_999, -123_456, i64::MIN, i64::MAX] {
             let mut buf = [0u8; 20];
             assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn plain_integers_read_as_the_server_reads_them() {
+        for (text, v) in [
+            ("0", 0.0),
+            ("7", 7.0),
+            ("-7", -7.0),
+            ("9007199254740992", 9_007_199_254_740_992.0),
+        ] {
+            assert_eq!(plain_integer(text.as_bytes()), Some(v), "{text}");
+        }
+        for other in [
+            "",
+            "-",
+            "-0",
+            "007",
+            "+7",
+            " 7",
+            "7 ",
+            "1.5",
+            "1e3",
+            "9007199254740993",
+            "inf",
+            "0x10",
+        ] {
+            assert_eq!(
+                plain_integer(other.as_bytes()),
+                None,
+                "{other}: left to the server"
+            );
         }
     }
 

@@ -2,8 +2,6 @@
 //! EMQ.DEAD lists the jobs that used them up, EMQ.REVIVE puts them back.
 //! (The deaths themselves happen where leases end: `release.rs`.)
 
-use std::collections::HashSet;
-
 use crate::args::{self, Args};
 use crate::errors::Error;
 use crate::ffi::{Arg, Argv, Class, Reply};
@@ -94,12 +92,8 @@ pub fn revive<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let jdead = q.jdead()?;
     q.ring()?;
     // ---- read: each job's lane and mint, each lane's state ----
-    let mut seen = HashSet::new();
     let mut jobs: Vec<(Arg, Vec<u8>, f64)> = Vec::new();
-    for job in args.rest() {
-        if !seen.insert(job.bytes()) {
-            continue;
-        }
+    for job in args::distinct(args.rest(), |a| a.bytes()) {
         let Some(text) = jdead.hash_get(job) else { continue };
         let Some(rec) = record::parse(text.bytes()) else {
             continue;

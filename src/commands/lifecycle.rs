@@ -5,9 +5,7 @@
 //! `P jlease` (job → `"<mint> <lane>"`). ACK, NACK and REAP *release*
 //! leases (`release.rs`); EXTEND moves deadlines; ENQUEUE adds pending jobs.
 
-use std::collections::HashSet;
-
-use crate::args::Args;
+use crate::args::{self, Args};
 use crate::errors::{Error, FLOAT, INTEGER};
 use crate::ffi::{word, Arg, Argv, Class, Reply, Word};
 use crate::queue::Queue;
@@ -27,13 +25,11 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let prefix = args.prefix(call.ctx.is_cluster())?;
     let lane = args.lane()?;
     let rest = args.rest();
-    let pairs: Vec<(f64, Arg, Arg)> = rest
-        .chunks(2)
-        .map(|pair| {
-            let mint = pair[0].to_score().ok_or_else(|| Error::bad_arg("mint", FLOAT))?;
-            Ok((mint, pair[0], pair[1]))
-        })
-        .collect::<Result<_, Error>>()?;
+    let mut pairs: Vec<(f64, Arg, Arg)> = Vec::with_capacity(rest.len() / 2);
+    for pair in rest.chunks(2) {
+        let mint = pair[0].to_score().ok_or_else(|| Error::bad_arg("mint", FLOAT))?;
+        pairs.push((mint, pair[0], pair[1]));
+    }
 
     let q = Queue::new(call, prefix);
     q.ring()?;
@@ -42,7 +38,8 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let jdead = q.jdead()?;
     let pending = q.pending_zset(lane.bytes())?;
 
-    let mut zadd = vec![pending.name(), word(Word::Nx)];
+    let mut zadd = Vec::with_capacity(2 + rest.len());
+    zadd.extend([pending.name(), word(Word::Nx)]);
     for (mint, text, job) in &pairs {
         let taken = jlease.hash_has(*job) || jdead.hash_has(*job);
         if !taken && pending.zset_add(*mint, *job, true) {
@@ -80,11 +77,9 @@ fn settle<'a>(call: &Call, argv: Argv<'a>, ending: Ending) -> Result<Reply, Erro
     let token = token(args.arg()?)?;
     let q = Queue::new(call, prefix);
     let leases = q.leases()?;
-    let mut seen = HashSet::new();
-    let jobs: Vec<Lease> = args
-        .rest()
+    let jobs: Vec<Lease> = args::distinct(args.rest(), |a| a.bytes())
         .into_iter()
-        .filter(|job| seen.insert(job.bytes()) && leased_under(leases.zset_score(*job), token))
+        .filter(|job| leased_under(leases.zset_score(*job), token))
         .map(Lease::Arg)
         .collect();
     let settled = release::release(&q, jobs, usize::MAX, ending, release::OnDamagedLane::Fail)?;
@@ -106,11 +101,9 @@ pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let q = Queue::new(call, prefix);
     let leases = q.leases()?;
     let deadline = token.max(call.ctx.now_ms().saturating_add(lease));
-    let mut seen = HashSet::new();
-    let jobs: Vec<Arg> = args
-        .rest()
+    let jobs: Vec<Arg> = args::distinct(args.rest(), |a| a.bytes())
         .into_iter()
-        .filter(|job| seen.insert(job.bytes()) && leased_under(leases.zset_score(*job), token))
+        .filter(|job| leased_under(leases.zset_score(*job), token))
         .collect();
     // A deadline that does not move is no write (as ZADD of the same score).
     if !jobs.is_empty() && deadline != token {

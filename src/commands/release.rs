@@ -58,6 +58,13 @@ pub enum Lease<'a> {
 }
 
 impl Lease<'_> {
+    fn into_owned(self, ctx: &crate::ffi::Ctx) -> RStr {
+        match self {
+            Lease::Arg(a) => ctx.string(a.bytes()),
+            Lease::Owned(s) => s,
+        }
+    }
+
     fn arg(&self) -> Arg<'_> {
         match self {
             Lease::Arg(a) => *a,
@@ -66,15 +73,17 @@ impl Lease<'_> {
     }
 }
 
-/// One lease to release, its record read.
+/// One lease to release, its record read. The lane is read in place from
+/// the record (one string per lease, not one per part: ACK ends 8 at once).
 struct Item<'a> {
     job: Lease<'a>,
     /// The record as stored (even a damaged one).
     text: Option<RStr>,
-    /// The lane the record names (even when its mint is damaged).
-    lane: Option<RStr>,
-    /// The record's lane and mint; `None` when missing or damaged.
-    home: Option<(RStr, f64)>,
+    /// Where the lane the record names starts in `text` (even when its mint
+    /// is damaged).
+    lane_at: Option<usize>,
+    /// The record's mint; `None` when the record is missing or damaged.
+    mint: Option<f64>,
     /// For a returned job: its return count after this one, and whether it
     /// dies of it.
     returns: i64,
@@ -82,8 +91,18 @@ struct Item<'a> {
 }
 
 impl Item<'_> {
+    /// The lane the record names.
+    fn lane(&self) -> Option<&[u8]> {
+        Some(&self.text.as_ref()?.bytes()[self.lane_at?..])
+    }
+
+    /// The record is sound: the job has a lane and a mint to go back to.
+    fn sound(&self) -> bool {
+        self.mint.is_some()
+    }
+
     fn of_lane(&self, lane: &[u8]) -> bool {
-        self.home.as_ref().is_some_and(|(l, _)| l.bytes() == lane)
+        self.sound() && self.lane() == Some(lane)
     }
 }
 
@@ -113,11 +132,11 @@ enum LaneState {
     },
 }
 
-pub struct Released {
+pub struct Released<'a> {
     /// Leases released with a sound record.
     pub settled: u64,
     /// The jobs whose leases ended (sound or dropped), in order.
-    pub jobs: Vec<RStr>,
+    pub jobs: Vec<Lease<'a>>,
 }
 
 /// The queue's `max-deliveries` (`None`: no limit).
@@ -141,13 +160,13 @@ pub fn max_deliveries(q: &Queue) -> Result<Option<i64>, Error> {
 /// Releases the leases of `jobs` (each currently leased), at most `limit` of
 /// them. Validates every lane first (`on_damaged` says what a damaged one
 /// does), then writes.
-pub fn release(
+pub fn release<'a>(
     q: &Queue,
-    jobs: Vec<Lease>,
+    jobs: Vec<Lease<'a>>,
     limit: usize,
     ending: Ending,
     on_damaged: OnDamagedLane,
-) -> Result<Released, Error> {
+) -> Result<Released<'a>, Error> {
     let ctx = q.ctx;
     // ---- read and validate ----
     let leases = q.leases()?;
@@ -172,7 +191,7 @@ pub fn release(
         },
     };
     let mut items: Vec<Item> = jobs.into_iter().map(|job| read_item(q, &jlease, job)).collect();
-    if items.iter().any(|i| i.lane.is_some()) {
+    if items.iter().any(|i| i.lane().is_some()) {
         // The queue-wide keys first: damage there is an error whatever
         // `on_damaged` says.
         q.ring()?;
@@ -182,16 +201,15 @@ pub fn release(
     }
     let mut states: Vec<(Vec<u8>, LaneState)> = Vec::new();
     for item in &items {
-        let Some(lane) = &item.lane else { continue };
-        if states.iter().any(|s| s.0 == lane.bytes()) {
+        let Some(lane) = item.lane() else { continue };
+        if states.iter().any(|s| s.0 == lane) {
             continue;
         }
         // A caller's command needs sound lanes for the leases it ends with
         // a sound record; a dropped lease's lane only has its count lowered
         // when that can be done.
-        let must_be_sound =
-            on_damaged == OnDamagedLane::Fail && items.iter().any(|i| i.of_lane(lane.bytes()));
-        let read = q.lane_read(lane.as_arg());
+        let must_be_sound = on_damaged == OnDamagedLane::Fail && items.iter().any(|i| i.of_lane(lane));
+        let read = q.lane_read(ctx.string(lane).as_arg());
         let (state, damage) = match read.lane() {
             Ok(before) if before.active >= 0 => (LaneState::Sound(before), None),
             // A negative count is damage (claims skip the lane): left as it
@@ -221,10 +239,10 @@ pub fn release(
                     }
                     _ => "its jobs returned, its bookkeeping left for EMQ.REPAIR",
                 };
-                format!("lane '{}': {what}: {damage}", quote(lane.bytes()))
+                format!("lane '{}': {what}: {damage}", quote(lane))
             });
         }
-        states.push((lane.bytes().to_vec(), state));
+        states.push((lane.to_vec(), state));
     }
     let unreachable = |lane: &[u8]| {
         states
@@ -234,8 +252,11 @@ pub fn release(
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
     for item in &mut items {
-        let Some(lane) = &item.lane else { continue };
-        if ending == Ending::Return && item.home.is_some() {
+        let Some(lane) = item.lane().map(<[u8]>::to_vec) else {
+            continue;
+        };
+        let lane = lane.as_slice();
+        if ending == Ending::Return && item.sound() {
             let before = jreturns
                 .hash_get(item.job.arg())
                 .and_then(|v| parse_i64(v.bytes()))
@@ -243,12 +264,12 @@ pub fn release(
                 .unwrap_or(0);
             item.returns = before.saturating_add(1);
             // A lane that cannot take its job back: set aside as dead.
-            item.dies = policy.is_some_and(|max| item.returns >= max) || unreachable(lane.bytes());
+            item.dies = policy.is_some_and(|max| item.returns >= max) || unreachable(lane);
         }
-        match groups.iter_mut().find(|g| g.lane.bytes() == lane.bytes()) {
+        match groups.iter_mut().find(|g| g.lane.bytes() == lane) {
             Some(g) => g.released += 1,
             None => {
-                let (before, active) = match states.iter().find(|s| s.0 == lane.bytes()).map(|s| &s.1) {
+                let (before, active) = match states.iter().find(|s| s.0 == lane).map(|s| &s.1) {
                     Some(LaneState::Sound(l)) => (Some(*l), Some(l.active)),
                     Some(LaneState::Damaged { active } | LaneState::Unreachable { active }) => {
                         (None, *active)
@@ -256,7 +277,7 @@ pub fn release(
                     None => return Err(Error::Internal),
                 };
                 groups.push(Group {
-                    lane: ctx.string(lane.bytes()),
+                    lane: ctx.string(lane),
                     before,
                     active,
                     released: 1,
@@ -334,12 +355,12 @@ pub fn release(
         };
         q.follow(g.lane.as_arg(), ring_change(&before, &after))?;
     }
-    let dropped = items.iter().filter(|i| i.home.is_none()).count() as u64;
+    let dropped = items.iter().filter(|i| !i.sound()).count() as u64;
     if dropped > 0 {
         q.call.count(&stats::RECORDS_DROPPED, dropped);
         let first = items
             .iter()
-            .find(|i| i.home.is_none())
+            .find(|i| !i.sound())
             .map(|i| i.job.arg().bytes().to_vec());
         q.report(|| {
             format!(
@@ -351,7 +372,7 @@ pub fn release(
     }
     Ok(Released {
         settled: items.len() as u64 - dropped,
-        jobs: items.iter().map(|i| ctx.string(i.job.arg().bytes())).collect(),
+        jobs: items.into_iter().map(|i| i.job).collect(),
     })
 }
 
@@ -360,16 +381,11 @@ pub fn release(
 fn read_item<'a>(q: &Queue, jlease: &Key, job: Lease<'a>) -> Item<'a> {
     let text = jlease.hash_get(job.arg());
     let rec = text.as_ref().and_then(|text| record::parse(text.bytes()));
-    let lane = rec.map(|r| q.ctx.string(r.lane));
-    let home = rec.and_then(|rec| {
-        let mint = q.ctx.string(rec.mint).as_arg().to_score()?;
-        Some((q.ctx.string(rec.lane), mint))
-    });
     Item {
         job,
+        lane_at: rec.map(|r| r.mint.len() + 1),
+        mint: rec.and_then(|r| record::mint_score(q.ctx, r.mint)),
         text,
-        lane,
-        home,
         returns: 0,
         dies: false,
     }
@@ -380,7 +396,7 @@ fn read_item<'a>(q: &Queue, jlease: &Key, job: Lease<'a>) -> Item<'a> {
 fn count_returns(q: &Queue, jreturns: &Key, items: &[Item]) {
     let mut counts = Vec::new();
     let mut gone = vec![jreturns.name()];
-    for item in items.iter().filter(|i| i.home.is_some()) {
+    for item in items.iter().filter(|i| i.sound()) {
         if item.returns > 0 && !item.dies {
             counts.push((q.ctx.string_from_i64(item.returns), item.job.arg()));
         } else if jreturns.hash_has(item.job.arg()) {
@@ -441,9 +457,9 @@ fn restore(q: &Queue, items: &[Item], g: &Group, pending: Key) {
         .iter()
         .filter(|i| i.of_lane(g.lane.bytes()) && !i.dies)
         .filter_map(|i| {
-            let (_, mint) = i.home.as_ref()?;
-            pending.zset_add(*mint, i.job.arg(), false);
-            Some((record::score_text(q.ctx, *mint), i.job.arg()))
+            let mint = i.mint?;
+            pending.zset_add(mint, i.job.arg(), false);
+            Some((record::score_text(q.ctx, mint), i.job.arg()))
         })
         .collect();
     if back.is_empty() {
@@ -477,5 +493,10 @@ pub fn reap_expired(q: &Queue, max: usize, on_damaged: OnDamagedLane) -> Result<
     if expired.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(release(q, expired, max, Ending::Return, on_damaged)?.jobs)
+    let released = release(q, expired, max, Ending::Return, on_damaged)?;
+    Ok(released
+        .jobs
+        .into_iter()
+        .map(|job| job.into_owned(q.ctx))
+        .collect())
 }

@@ -109,8 +109,7 @@ fn parse<'a>(rest: &[Arg<'a>]) -> Result<(Vec<Arg<'a>>, bool, bool), Error> {
                 args::lane(lane.bytes())?;
             }
             // A lane given twice is repaired once.
-            let mut seen = HashSet::new();
-            let lanes = lanes.iter().copied().filter(|l| seen.insert(l.bytes())).collect();
+            let lanes = args::distinct(lanes.to_vec(), |a| a.bytes());
             Ok((lanes, dry(tail)?, true))
         }
         _ => Err(Error::Syntax),
