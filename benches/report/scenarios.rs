@@ -163,7 +163,7 @@ impl Bench {
         if selected(&name) {
             let mut row = self.cycle(&name, CALLS, 8);
             if !native_only() {
-                row.floor_usec_per_job = Some(self.cycle_floor(CALLS / ROUNDS, 8));
+                row.floor_usec_per_job = Some(self.cycle_floor(CALLS, 8));
             }
             rows.push(row);
         }
@@ -355,8 +355,13 @@ impl Bench {
 
     /// The core floor of the batched cycle, µs per job: the core commands
     /// doing its writes — ZADD of `batch` pending jobs; the claim's LMOVE,
-    /// ZPOPMIN, ZADD, HSET, HINCRBY; the ACK's ZREM, HDEL, HINCRBY.
-    fn cycle_floor(&mut self, calls: usize, batch: usize) -> f64 {
+    /// ZPOPMIN, ZADD, HSET, HINCRBY; the ACK's ZREM, HDEL, HINCRBY — in the
+    /// cycle's own phases (every ENQUEUE of a round, then every claim, then
+    /// every ACK), so that they meet the keys at the sizes the cycle does: a
+    /// lane's pending set holding several batches, `P jlease` thousands of
+    /// records (a floor that drained each batch at once would write to
+    /// keys of 8 entries). `jobs` in `ROUNDS` rounds, as the cycle runs them.
+    fn cycle_floor(&mut self, jobs: usize, batch: usize) -> f64 {
         flush(&mut self.c);
         let p = "g{q}:";
         let ring = format!("{p}gring");
@@ -365,41 +370,51 @@ impl Bench {
         pushes.extend(ringed.iter().map(|l| l.as_bytes().to_vec()));
         send(&mut self.c, &[pushes]);
         reset_stats(&mut self.c);
-        let turns = calls / batch;
+        let turns = jobs / ROUNDS / batch;
         let mut serial = 0;
-        let mut cmds = Vec::new();
+        for _ in 0..ROUNDS {
+            self.cycle_floor_round(p, turns, batch, &mut serial);
+        }
+        let stats = commandstats(&mut self.c);
+        let usec: u64 = ["zadd", "lmove", "zpopmin", "hset", "hincrby", "zrem", "hdel"]
+            .iter()
+            .filter_map(|n| stats.get(*n).map(|(_, usec)| usec))
+            .sum();
+        usec as f64 / (ROUNDS * turns * batch) as f64
+    }
+
+    /// One round of the floor: `turns` batches, phase by phase.
+    fn cycle_floor_round(&mut self, p: &str, turns: usize, batch: usize, serial: &mut usize) {
+        let (mut enqueues, mut claims, mut acks) = (Vec::new(), Vec::new(), Vec::new());
         for t in 0..turns {
             let lane = format!("l{}", t % 100);
-            let first = serial + 1;
-            serial += batch;
+            let first = *serial + 1;
+            *serial += batch;
+            let last = *serial;
             let mut zadd = args(&["ZADD", &format!("{p}g:{lane}:pending")]);
-            for s in first..=serial {
+            for s in first..=last {
                 zadd.extend([s.to_string().into_bytes(), format!("j{s}").into_bytes()]);
             }
-            cmds.push(zadd);
-            cmds.extend(floor_claim(p, &lane, first..serial + 1));
+            enqueues.push(zadd);
+            claims.extend(floor_claim(p, &lane, first..last + 1));
             let mut zrem = args(&["ZREM", &format!("{p}leases")]);
             let mut hdel = args(&["HDEL", &format!("{p}jlease")]);
-            for s in first..=serial {
+            for s in first..=last {
                 zrem.push(format!("j{s}").into_bytes());
                 hdel.push(format!("j{s}").into_bytes());
             }
-            cmds.push(zrem);
-            cmds.push(hdel);
-            cmds.push(args(&[
+            acks.push(zrem);
+            acks.push(hdel);
+            acks.push(args(&[
                 "HINCRBY",
                 &format!("{p}gactive"),
                 &lane,
                 &format!("-{batch}"),
             ]));
         }
-        send(&mut self.c, &cmds);
-        let stats = commandstats(&mut self.c);
-        let usec: u64 = ["zadd", "lmove", "zpopmin", "hset", "hincrby", "zrem", "hdel"]
-            .iter()
-            .filter_map(|n| stats.get(*n).map(|(_, usec)| usec))
-            .sum();
-        usec as f64 / (turns * batch) as f64
+        for phase in [enqueues, claims, acks] {
+            send(&mut self.c, &phase);
+        }
     }
 
     /// Workers waiting for a steady arrival of jobs: blocking (`BLOCK`) or
