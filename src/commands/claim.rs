@@ -511,7 +511,7 @@ impl<'q> Claim<'q> {
         } else if served.rotated {
             self.replicate_rotation();
         }
-        let mut zrem: SmallVec<[Arg; 8]> = smallvec::smallvec![s.pending.name()];
+        let mut zrem: SmallVec<[Arg; 17]> = smallvec::smallvec![s.pending.name()];
         zrem.extend(s.taken.iter().map(|(job, _)| job.as_arg()));
         zrem.extend(s.dropped.iter().map(RStr::as_arg));
         if zrem.len() > 1 {
@@ -519,8 +519,8 @@ impl<'q> Claim<'q> {
         }
         if let Some(active) = &served.active {
             let deadline = self.q.ctx.string_from_i64(served.deadline);
-            let mut zadd: SmallVec<[Arg; 9]> = smallvec::smallvec![self.leases.name()];
-            let mut hset: SmallVec<[Arg; 9]> = smallvec::smallvec![self.jlease.name()];
+            let mut zadd: SmallVec<[Arg; 17]> = smallvec::smallvec![self.leases.name()];
+            let mut hset: SmallVec<[Arg; 17]> = smallvec::smallvec![self.jlease.name()];
             for ((job, _), record) in s.taken.iter().zip(&served.records) {
                 zadd.extend([deadline.as_arg(), job.as_arg()]);
                 hset.extend([job.as_arg(), record.as_arg()]);

@@ -93,7 +93,7 @@ struct Item<'a> {
 impl Item<'_> {
     /// The lane the record names.
     fn lane(&self) -> Option<&[u8]> {
-        Some(&self.text.as_ref()?.bytes()[self.lane_at?..])
+        lane_of(&self.text, self.lane_at)
     }
 
     /// The record is sound: the job has a lane and a mint to go back to.
@@ -104,6 +104,12 @@ impl Item<'_> {
     fn of_lane(&self, lane: &[u8]) -> bool {
         self.sound() && self.lane() == Some(lane)
     }
+}
+
+/// The lane a record names, from where it starts in the record (a borrow of
+/// the record alone: the item's other fields stay writable beside it).
+fn lane_of(text: &Option<RStr>, at: Option<usize>) -> Option<&[u8]> {
+    Some(&text.as_ref()?.bytes()[at?..])
 }
 
 /// One lane touched by a release.
@@ -252,10 +258,9 @@ pub fn release<'a>(
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
     for item in &mut items {
-        let Some(lane) = item.lane().map(<[u8]>::to_vec) else {
+        let Some(lane) = lane_of(&item.text, item.lane_at) else {
             continue;
         };
-        let lane = lane.as_slice();
         if ending == Ending::Return && item.sound() {
             let before = jreturns
                 .hash_get(item.job.arg())

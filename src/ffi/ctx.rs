@@ -172,8 +172,8 @@ impl Ctx {
     /// Sends `cmd args…` to replicas and the AOF (several calls in one
     /// command reach them wrapped in MULTI/EXEC, in call order).
     pub fn replicate(&self, cmd: &CStr, args: &[Arg]) {
-        // On the stack when short (most are: a turn's effects have 2 to 6).
-        let mut stack = [ptr::null_mut::<raw::RedisModuleString>(); 8];
+        // On the stack when short (most are: a turn of K=8 replicates 17).
+        let mut stack = [ptr::null_mut::<raw::RedisModuleString>(); 17];
         let heap: Vec<*mut raw::RedisModuleString>;
         let raw_args: &[*mut raw::RedisModuleString] = if args.len() <= stack.len() {
             for (slot, a) in stack.iter_mut().zip(args) {
