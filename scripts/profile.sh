@@ -8,9 +8,11 @@
 #   functions: where collection happens (default emq::commands::claim::wclaim).
 #   scripts/profile.sh "WCLAIM K=1, 100 lanes" emq::commands::claim::wclaim \
 #     lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
-# (the second form also counts the core commands of the scenario's floor;
-# name evalShaCommand to count the Lua twin's calls too).
-# Instructions are deterministic: compare two builds by their totals per call.
+# (the second form counts the core commands of the scenario's floor alone;
+# name evalShaCommand to count the Lua twin's calls, which run the same core
+# commands, and the floor's with them).
+# Instructions are all but deterministic (the server's hash seeds move them a
+# few tenths of a percent): compare two builds by their figures per call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only="${1:-WCLAIM K=1, 100 lanes}"
@@ -25,10 +27,18 @@ for f in "${functions[@]}"; do toggles="$toggles --toggle-collect=$f"; done
 printf '#!/bin/sh\nexec valgrind --tool=callgrind --collect-atstart=no --compress-strings=no%s --callgrind-out-file=%s/cg.%%p "%s" "$@"\n' \
   "$toggles" "$out" "$real" >"$out/server"
 chmod +x "$out/server"
-# The Lua blocks run only when a function asked for is not the module's.
+# The Lua blocks run only when the twin's calls are asked for; the floors
+# when a core command is.
 native_only=1
-for f in "${functions[@]}"; do [[ "$f" == emq::* ]] || native_only=0; done
-EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=$native_only \
+floors=0
+for f in "${functions[@]}"; do
+  case "$f" in
+    emq::*) ;;
+    evalShaCommand) native_only=0 ;;
+    *) floors=1 ;;
+  esac
+done
+EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=$native_only EMQ_BENCH_FLOORS=$floors \
   cargo bench --locked --bench report >"$out/bench.txt"
 file="$(ls "$out"/cg.* | head -1)"
 callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null >"$out/annotate.txt"
@@ -39,7 +49,7 @@ for f in "${functions[@]}"; do
   # (printed whole: awk would print a total past 2^31 as 2.66329e+10).
   total="$(grep -F ":$f" "$out/annotate.txt" | awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {printf "%.0f", max}')"
   if [ "${calls:-0}" -gt 0 ] && [ -n "$total" ]; then
-    printf '  %-40s %8d calls %12d per call\n' "$f" "$calls" "$((total / calls))"
+    printf '  %-40s %8d calls %12d per call %14d in all\n' "$f" "$calls" "$((total / calls))" "$total"
   fi
 done
 sed -n '/file:function/,$p' "$out/annotate.txt" | grep -v '???:0x\|below main' | head -60 || true

@@ -131,7 +131,7 @@ impl Bench {
             let calls = if k == 64 { 4_000 } else { CALLS };
             let depth = calls * k / 100 + k;
             let mut row = self.claims(&name, true, calls, &|c, p| lanes(c, p, 100, depth, k, None));
-            if !native_only() {
+            if floors() {
                 row.floor_usec_per_job = Some(self.claim_floor(k, calls / ROUNDS, depth) / k as f64);
             }
             rows.push(row);
@@ -162,7 +162,7 @@ impl Bench {
         let name = format!("batched cycle ENQUEUE×8→WCLAIM K=8→ACK×8{suffix}");
         if selected(&name) {
             let mut row = self.cycle(&name, CALLS, 8);
-            if !native_only() {
+            if floors() {
                 row.floor_usec_per_job = Some(self.cycle_floor(CALLS, 8));
             }
             rows.push(row);
@@ -563,4 +563,11 @@ pub fn selected(name: &str) -> bool {
 /// profiling the native command alone).
 pub fn native_only() -> bool {
     std::env::var("EMQ_BENCH_NATIVE_ONLY").is_ok_and(|v| v == "1")
+}
+
+/// Whether the floors run: not when only the native blocks do, unless
+/// `EMQ_BENCH_FLOORS=1` (for profiling the floor's core commands without
+/// the twins', which run the same commands).
+fn floors() -> bool {
+    !native_only() || std::env::var("EMQ_BENCH_FLOORS").is_ok_and(|v| v == "1")
 }
