@@ -112,9 +112,9 @@ fn lane_of(text: &Option<RStr>, at: Option<usize>) -> Option<&[u8]> {
     Some(&text.as_ref()?.bytes()[at?..])
 }
 
-/// One lane touched by a release.
-struct Group {
-    lane: RStr,
+/// One lane touched by a release (its name made once, when it was read).
+struct Group<'s> {
+    lane: &'s RStr,
     /// Its state before; `None` when damaged (its ring membership is then
     /// left as it is).
     before: Option<Lane>,
@@ -205,17 +205,18 @@ pub fn release<'a>(
         q.limits()?;
         q.paused_key()?;
     }
-    let mut states: Vec<(Vec<u8>, LaneState)> = Vec::new();
+    let mut states: Vec<(RStr, LaneState)> = Vec::new();
     for item in &items {
         let Some(lane) = item.lane() else { continue };
-        if states.iter().any(|s| s.0 == lane) {
+        if states.iter().any(|s| s.0.bytes() == lane) {
             continue;
         }
         // A caller's command needs sound lanes for the leases it ends with
         // a sound record; a dropped lease's lane only has its count lowered
         // when that can be done.
         let must_be_sound = on_damaged == OnDamagedLane::Fail && items.iter().any(|i| i.of_lane(lane));
-        let read = q.lane_read(ctx.string(lane).as_arg());
+        let name = ctx.string(lane);
+        let read = q.lane_read(name.as_arg());
         let (state, damage) = match read.lane() {
             Ok(before) if before.active >= 0 => (LaneState::Sound(before), None),
             // A negative count is damage (claims skip the lane): left as it
@@ -248,12 +249,12 @@ pub fn release<'a>(
                 format!("lane '{}': {what}: {damage}", quote(lane))
             });
         }
-        states.push((lane.to_vec(), state));
+        states.push((name, state));
     }
     let unreachable = |lane: &[u8]| {
         states
             .iter()
-            .any(|s| s.0 == lane && matches!(s.1, LaneState::Unreachable { .. }))
+            .any(|s| s.0.bytes() == lane && matches!(s.1, LaneState::Unreachable { .. }))
     };
     items.truncate(limit);
     let mut groups: Vec<Group> = Vec::new();
@@ -274,15 +275,15 @@ pub fn release<'a>(
         match groups.iter_mut().find(|g| g.lane.bytes() == lane) {
             Some(g) => g.released += 1,
             None => {
-                let (before, active) = match states.iter().find(|s| s.0 == lane).map(|s| &s.1) {
-                    Some(LaneState::Sound(l)) => (Some(*l), Some(l.active)),
-                    Some(LaneState::Damaged { active } | LaneState::Unreachable { active }) => {
-                        (None, *active)
-                    }
-                    None => return Err(Error::Internal),
+                let Some((name, state)) = states.iter().find(|s| s.0.bytes() == lane) else {
+                    return Err(Error::Internal);
+                };
+                let (before, active) = match state {
+                    LaneState::Sound(l) => (Some(*l), Some(l.active)),
+                    LaneState::Damaged { active } | LaneState::Unreachable { active } => (None, *active),
                 };
                 groups.push(Group {
-                    lane: ctx.string(lane),
+                    lane: name,
                     before,
                     active,
                     released: 1,
