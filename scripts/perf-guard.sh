@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
-budgets="$(grep -v '^\s*\(#\|$\)' bench/perf-budget)"
+# The budget lines, their columns one space apart.
+budgets="$(grep -v '^\s*\(#\|$\)' bench/perf-budget | tr -s ' ')"
 # One profile per scenario, collecting in every function budgeted in it.
-scenarios="$(cut -d' ' -f3- <<<"$(tr -s ' ' <<<"$budgets")" | awk '!seen[$0]++')"
+scenarios="$(cut -d' ' -f3- <<<"$budgets" | awk '!seen[$0]++')"
 while read -r scenario; do
   functions=($(awk -v s="$scenario" '{f=$2; $1=""; $2=""; sub(/^ +/, ""); if ($0 == s) print f}' <<<"$budgets"))
   profile="$(scripts/profile.sh "$scenario" "${functions[@]}")"
@@ -26,6 +27,6 @@ while read -r scenario; do
     else
       echo "perf-guard: ok    $scenario: ${function##*::} $measured instructions per call, budget $budget"
     fi
-  done <<<"$(tr -s ' ' <<<"$budgets")"
+  done <<<"$budgets"
 done <<<"$scenarios"
 exit "$status"
