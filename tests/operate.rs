@@ -732,23 +732,14 @@ fn damage_repair_cannot_judge_is_named_and_never_stops_the_other_lanes() {
 /// reload as the same keyspace.
 #[test]
 fn repair_replicates_and_persists_as_its_effects() {
-    let primary = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let replica = Server::start_plain(&[]);
-    let mut r = replicate_into(&replica, &primary);
-    let mut c = primary.conn();
-    for (i, damage) in DAMAGES.iter().enumerate() {
-        let p = format!("d{i}{{o}}:");
-        healthy(&mut c, &p);
-        damage(&mut c, &p);
-        repair_all(&mut c, &p);
-    }
-    in_sync(&mut c, &mut r);
-    let before = digest(&mut c);
-    assert_eq!(digest(&mut r), before, "primary and replica diverge");
-    drop(r);
-    drop(replica);
-    let primary = primary.restart(&["--appendonly", "yes"]);
-    assert_eq!(digest(&mut primary.conn()), before, "replaying the AOF");
+    replicated_and_persisted(|c| {
+        for (i, damage) in DAMAGES.iter().enumerate() {
+            let p = format!("d{i}{{o}}:");
+            healthy(c, &p);
+            damage(c, &p);
+            repair_all(c, &p);
+        }
+    });
 }
 
 /// REPAIR fires the events of the LREMs it replicates, in their order: one

@@ -416,44 +416,37 @@ fn a_full_server_refuses_enqueue_but_workers_can_drain_it() {
 /// replica without the module and an AOF reload as the primary wrote them.
 #[test]
 fn batches_of_every_size_replicate_as_written() {
-    let primary = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let replica = Server::start_plain(&[]);
-    let mut r = replicate_into(&replica, &primary);
-    let mut p = primary.conn();
-    for n in 1..=12usize {
-        let lane = format!("l{n}");
-        let mut enqueue = vec!["EMQ.ENQUEUE".to_string(), "b{q}:".into(), lane.clone()];
-        for j in 0..n {
-            enqueue.extend([j.to_string(), format!("{lane}-j{j}")]);
-        }
-        let enqueue: Vec<&str> = enqueue.iter().map(String::as_str).collect();
-        assert_eq!(int_reply(&mut p, &enqueue), n as i64);
-        cmd(&mut p, &["EMQ.WEIGHT", "b{q}:", &lane, &n.to_string()]);
-    }
-    // Each lane served whole (K = its weight = its depth), then half acked
-    // and half given back, so ACK, NACK and the returns' ZADD all take n.
-    for n in 1..=12 {
-        let (lane, token, jobs) = cmd(&mut p, &["EMQ.WCLAIM", "b{q}:", "60000"]).claim().unwrap();
-        assert_eq!(
-            (lane, jobs.len()),
-            (format!("l{n}"), n),
-            "each lane whole, in ring order"
-        );
-        let (acked, returned) = jobs.split_at(jobs.len() / 2);
-        for (verb, part) in [("EMQ.ACK", acked), ("EMQ.NACK", returned)] {
-            if part.is_empty() {
-                continue;
+    replicated_and_persisted(|p| {
+        for n in 1..=12usize {
+            let lane = format!("l{n}");
+            let mut enqueue = vec!["EMQ.ENQUEUE".to_string(), "b{q}:".into(), lane.clone()];
+            for j in 0..n {
+                enqueue.extend([j.to_string(), format!("{lane}-j{j}")]);
             }
-            let mut args = vec![verb, "b{q}:"];
-            let token = token.to_string();
-            args.push(&token);
-            args.extend(part.iter().map(String::as_str));
-            assert_eq!(int_reply(&mut p, &args), part.len() as i64);
+            let enqueue: Vec<&str> = enqueue.iter().map(String::as_str).collect();
+            assert_eq!(int_reply(p, &enqueue), n as i64);
+            cmd(p, &["EMQ.WEIGHT", "b{q}:", &lane, &n.to_string()]);
         }
-    }
-    in_sync(&mut p, &mut r);
-    let written = digest(&mut p);
-    assert_eq!(digest(&mut r), written, "the replica without the module");
-    let primary = primary.restart(&["--appendonly", "yes"]);
-    assert_eq!(digest(&mut primary.conn()), written, "the AOF replayed");
+        // Each lane served whole (K = its weight = its depth), then half
+        // acked and half given back, so ACK, NACK and the returns' ZADD all
+        // take n.
+        for n in 1..=12 {
+            let (lane, token, jobs) = cmd(p, &["EMQ.WCLAIM", "b{q}:", "60000"]).claim().unwrap();
+            assert_eq!(
+                (lane, jobs.len()),
+                (format!("l{n}"), n),
+                "each lane whole, in ring order"
+            );
+            let token = token.to_string();
+            let (acked, returned) = jobs.split_at(jobs.len() / 2);
+            for (verb, part) in [("EMQ.ACK", acked), ("EMQ.NACK", returned)] {
+                if part.is_empty() {
+                    continue;
+                }
+                let mut args = vec![verb, "b{q}:", &token];
+                args.extend(part.iter().map(String::as_str));
+                assert_eq!(int_reply(p, &args), part.len() as i64);
+            }
+        }
+    });
 }

@@ -982,6 +982,24 @@ pub fn drive_and_compare(p: &mut redis::Connection, r: &mut redis::Connection, s
     assert_eq!(digest(p), digest(r), "primary and replica diverge");
 }
 
+/// Runs `work` on a primary with the AOF on and a replica without the
+/// module; then the replica and a reload of the AOF must both hold the
+/// primary's keyspace.
+pub fn replicated_and_persisted(work: impl FnOnce(&mut redis::Connection)) {
+    let primary = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let replica = Server::start_plain(&[]);
+    let mut r = replicate_into(&replica, &primary);
+    let mut c = primary.conn();
+    work(&mut c);
+    in_sync(&mut c, &mut r);
+    let written = digest(&mut c);
+    assert_eq!(digest(&mut r), written, "primary and replica diverge");
+    drop(r);
+    drop(replica);
+    let primary = primary.restart(&["--appendonly", "yes"]);
+    assert_eq!(digest(&mut primary.conn()), written, "replaying the AOF");
+}
+
 /// Waits until the replica has applied everything the primary sent.
 pub fn in_sync(p: &mut redis::Connection, r: &mut redis::Connection) {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(p).unwrap();
