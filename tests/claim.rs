@@ -6,10 +6,6 @@ mod common;
 
 use common::*;
 
-fn hget(c: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
-    redis::cmd("HGET").arg(key).arg(field).query(c).unwrap()
-}
-
 #[test]
 fn weight_5_depth_3_headroom_4_serves_3() {
     both(|c, emq, p| {

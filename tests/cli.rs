@@ -67,13 +67,7 @@ fn rows_match_keyspace(c: &mut redis::Connection, p: &str, rows: &BTreeMap<Strin
     for (lane, cols) in rows {
         let depth = int_reply(c, &["ZCARD", &format!("{p}g:{lane}:pending")]);
         assert_eq!(cols[0].replace(',', ""), depth.to_string(), "{lane} depth");
-        let hget = |c: &mut redis::Connection, h: &str| -> Option<String> {
-            redis::cmd("HGET")
-                .arg(format!("{p}{h}"))
-                .arg(lane)
-                .query(c)
-                .unwrap()
-        };
+        let hget = |c: &mut redis::Connection, h: &str| hget(c, &format!("{p}{h}"), lane);
         let active = hget(c, "gactive").unwrap_or("0".into());
         let limit = hget(c, "glimit").unwrap_or("-".into());
         assert_eq!(cols[1], format!("{active}/{limit}"), "{lane} active/limit");

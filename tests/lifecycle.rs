@@ -95,12 +95,12 @@ fn a_full_cycle_enqueue_claim_ack_reap() {
             ["g:acme:pending", "gring", "gweight", "jreturns"],
             "no empty or stale key remains"
         );
-        let returns: String = redis::cmd("HGET")
-            .arg(format!("{p}jreturns"))
-            .arg("j3")
-            .query(c)
-            .unwrap();
-        assert_eq!(returns, "1", "the reaped lease counts as a return");
+        let returns = hget(c, &format!("{p}jreturns"), "j3");
+        assert_eq!(
+            returns.as_deref(),
+            Some("1"),
+            "the reaped lease counts as a return"
+        );
     });
 }
 

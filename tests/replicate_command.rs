@@ -204,12 +204,8 @@ fn a_turn_that_does_not_fit_the_keyspace_changes_nothing() {
         "only the fitting turns leased"
     );
     assert_eq!(ring(&mut c, p), ["a"], "b left the ring at its turn");
-    let record: String = redis::cmd("HGET")
-        .arg(format!("{p}jlease"))
-        .arg("k1")
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(record, "3 b");
+    let record = hget(&mut c, &format!("{p}jlease"), "k1");
+    assert_eq!(record.as_deref(), Some("3 b"));
     let active: Vec<String> = redis::cmd("HGETALL")
         .arg(format!("{p}gactive"))
         .query(&mut c)

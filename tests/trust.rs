@@ -122,12 +122,8 @@ fn duplicates_among_the_heads_give_way_to_the_next_ones() {
             .query(c)
             .unwrap();
         assert_eq!(left, ["a3"]);
-        let active: String = redis::cmd("HGET")
-            .arg(format!("{p}gactive"))
-            .arg("A")
-            .query(c)
-            .unwrap();
-        assert_eq!(active, "2");
+        let active = hget(c, &format!("{p}gactive"), "A");
+        assert_eq!(active.as_deref(), Some("2"));
     });
 }
 
