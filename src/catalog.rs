@@ -1,34 +1,26 @@
-//! The command table: name, handler, flags, arity and the documentation that
-//! `COMMAND INFO` / `COMMAND DOCS` show. `lib.rs` registers what is here.
+//! The command table: each command's handler, whether it replicates as
+//! itself under `emq.replicate command`, and what the server is told of it
+//! (flags, arity, `COMMAND DOCS`). `lib.rs` registers what is here;
+//! docs/commands.md describes the same table (a test keeps them in step).
 
-use crate::commands::{claim, dead, lanes, lifecycle, operate, repair, Handler};
+use crate::commands::{claim, dead, jobs, lanes, operate, queue, sweep, Handler};
+use crate::ffi::docs::{ArgDoc, ArgKind, CommandSpec};
+use crate::ffi::{Argv, Ctx, Reply};
+use crate::model::error::Error;
+use crate::runtime::{config, Call};
 
-/// How an argument is documented (`REDISMODULE_ARG_TYPE_*`).
-#[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    /// The prefix: the one declared key.
-    Key,
-    Str,
-    Int,
-    Double,
-    /// A keyword alone (`NONE`).
-    Token,
-    /// One of the sub-arguments.
-    OneOf(&'static [ArgDoc]),
-    /// The sub-arguments in sequence.
-    Block(&'static [ArgDoc]),
+pub struct Command {
+    pub spec: CommandSpec,
+    pub handler: Handler,
+    /// Whether its effects follow from the keyspace and its arguments alone
+    /// (no clock, no config): with `emq.replicate command` it is replicated
+    /// as itself.
+    pub deterministic: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct ArgDoc {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub token: Option<&'static str>,
-    pub optional: bool,
-    pub multiple: bool,
-}
+pub const SINCE: &str = "0.3.0";
 
-const fn arg(name: &'static str, kind: Kind) -> ArgDoc {
+const fn arg(name: &'static str, kind: ArgKind) -> ArgDoc {
     ArgDoc {
         name,
         kind,
@@ -38,381 +30,210 @@ const fn arg(name: &'static str, kind: Kind) -> ArgDoc {
     }
 }
 
-const fn many(name: &'static str, kind: Kind) -> ArgDoc {
+const fn many(name: &'static str, kind: ArgKind) -> ArgDoc {
     ArgDoc {
         multiple: true,
         ..arg(name, kind)
     }
 }
 
-pub struct CommandDoc {
-    pub name: &'static str,
-    pub handler: Handler,
-    /// `CreateCommand` flags.
-    pub flags: &'static str,
-    /// The server's convention: n = exactly n, -n = at least n (name included).
-    pub arity: i32,
-    pub summary: &'static str,
-    pub complexity: &'static str,
-    pub args: &'static [ArgDoc],
-    /// Whether the command only reads (its key spec is RO, else RW).
-    pub readonly: bool,
-    /// Whether its effects follow from the keyspace and its arguments alone
-    /// (no clock, no config): with `emq.replicate command` it is replicated
-    /// as itself.
-    pub deterministic: bool,
-    /// Only for the replication stream and AOF loading: outside the `emq`
-    /// ACL category.
-    pub internal: bool,
+const fn keyed(token: &'static str, name: &'static str, kind: ArgKind) -> ArgDoc {
+    ArgDoc {
+        token: Some(token),
+        ..arg(name, kind)
+    }
 }
 
-pub const SINCE: &str = "0.1.0";
+const fn optional(doc: ArgDoc) -> ArgDoc {
+    ArgDoc {
+        optional: true,
+        ..doc
+    }
+}
 
-const PREFIX: ArgDoc = arg("prefix", Kind::Key);
-const LANE: ArgDoc = arg("lane", Kind::Str);
-const LEASE: ArgDoc = arg("lease", Kind::Int);
-const TOKEN: ArgDoc = arg("token", Kind::Int);
-const JOBS: ArgDoc = many("job", Kind::Str);
-const MINT_JOB: &[ArgDoc] = &[arg("mint", Kind::Double), arg("job", Kind::Str)];
-const LIMIT_VALUE: &[ArgDoc] = &[
-    arg("limit", Kind::Int),
-    ArgDoc {
-        token: Some("NONE"),
-        ..arg("none", Kind::Token)
-    },
+const PREFIX: ArgDoc = arg("prefix", ArgKind::Key);
+const LANE: ArgDoc = arg("lane", ArgKind::Str);
+const JOB: ArgDoc = arg("job", ArgKind::Str);
+const TOKEN: ArgDoc = arg("token", ArgKind::Str);
+const LEASE: ArgDoc = arg("lease", ArgKind::Int);
+const BLOCK: ArgDoc = optional(keyed("BLOCK", "timeout", ArgKind::Int));
+const COUNT: ArgDoc = optional(keyed("COUNT", "count", ArgKind::Int));
+const NONE: ArgDoc = keyed("NONE", "none", ArgKind::Token);
+const JOB_PAYLOAD: &[ArgDoc] = &[JOB, arg("payload", ArgKind::Str)];
+const LIMIT_VALUE: &[ArgDoc] = &[arg("limit", ArgKind::Int), NONE];
+const STALLED_VALUE: &[ArgDoc] = &[arg("max-stalled", ArgKind::Int), NONE];
+const WHEN: &[ArgDoc] = &[
+    keyed("IN", "ms", ArgKind::Int),
+    keyed("AT", "unix-time-ms", ArgKind::Int),
 ];
-const DELIVERIES_VALUE: &[ArgDoc] = &[
-    arg("max-deliveries", Kind::Int),
-    ArgDoc {
-        token: Some("NONE"),
-        ..arg("none", Kind::Token)
-    },
+const REAP_WHICH: &[ArgDoc] = &[
+    keyed("GROUP", "lane", ArgKind::Str),
+    keyed("MAXSTALLED", "max-stalled", ArgKind::Int),
 ];
 const REPAIR_LANES: &[ArgDoc] = &[
     LANE,
-    ArgDoc {
-        token: Some("LANES"),
-        ..arg(
-            "batch",
-            Kind::Block(&[arg("numlanes", Kind::Int), many("lane", Kind::Str)]),
-        )
-    },
-];
-const BLOCK: ArgDoc = ArgDoc {
-    token: Some("BLOCK"),
-    optional: true,
-    ..arg("timeout", Kind::Int)
-};
-const COUNT: ArgDoc = ArgDoc {
-    token: Some("COUNT"),
-    optional: true,
-    ..arg("count", Kind::Int)
-};
-
-pub const COMMANDS: &[CommandDoc] = &[
-    CommandDoc {
-        name: "emq.claim",
-        handler: Handler::MayBlock(claim::claim),
-        flags: "write fast blocking",
-        arity: -3,
-        summary: "Rotates the lane ring one step and leases the rotated lane's head job; with BLOCK, waits for a serviceable lane.",
-        complexity: "O(log N) where N is the number of the lane's pending jobs.",
-        args: &[PREFIX, LEASE, BLOCK],
-        readonly: false,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.wclaim",
-        handler: Handler::MayBlock(claim::wclaim),
-        flags: "write fast blocking",
-        arity: -3,
-        summary: "Rotates the lane ring one step and leases K = min(weight, depth, headroom) heads of the rotated lane; with BLOCK, waits for a serviceable lane.",
-        complexity: "O(K log N) where N is the number of the lane's pending jobs.",
-        args: &[PREFIX, LEASE, BLOCK],
-        readonly: false,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.weight",
-        handler: Handler::Replies(lanes::weight),
-        flags: "write fast",
-        arity: 4,
-        summary: "Sets a lane's weight: its share of heads per turn.",
-        complexity: "O(1)",
-        args: &[PREFIX, LANE, arg("weight", Kind::Int)],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.enqueue",
-        handler: Handler::Replies(lifecycle::enqueue),
-        flags: "write deny-oom fast",
-        arity: -5,
-        summary: "Adds jobs to a lane (ZADD NX), skipping leased and dead ids, and rings the lane if it became serviceable.",
-        complexity: "O(M log N) for M jobs added to a lane of N.",
-        args: &[PREFIX, LANE, many("data", Kind::Block(MINT_JOB))],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.ack",
-        handler: Handler::Replies(lifecycle::ack),
-        flags: "write fast",
-        arity: -4,
-        summary: "Completes jobs leased under a token.",
-        complexity: "O(M log L) for M jobs and L leases.",
-        args: &[PREFIX, TOKEN, JOBS],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.nack",
-        handler: Handler::Replies(lifecycle::nack),
-        flags: "write fast",
-        arity: -4,
-        summary: "Returns jobs leased under a token to their lanes at their mint scores, counting the return; a job at its max-deliveries dies instead.",
-        complexity: "O(M log N) for M jobs.",
-        args: &[PREFIX, TOKEN, JOBS],
-        readonly: false,
-        // A death is stamped with the clock.
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.extend",
-        handler: Handler::Replies(lifecycle::extend),
-        flags: "write fast",
-        arity: -5,
-        summary: "Moves the lease deadline of jobs leased under a token to max(token, now + lease).",
-        complexity: "O(M log L) for M jobs and L leases.",
-        args: &[PREFIX, TOKEN, LEASE, JOBS],
-        readonly: false,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.reap",
-        handler: Handler::Replies(lifecycle::reap),
-        flags: "write",
-        arity: -2,
-        summary: "Returns expired leases to their lanes (as NACK), earliest deadline first.",
-        complexity: "O(M log N) for M reaped jobs.",
-        args: &[PREFIX, COUNT],
-        readonly: false,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.limit",
-        handler: Handler::Replies(lanes::limit),
-        flags: "write",
-        arity: 4,
-        summary: "Sets or removes a lane's concurrency ceiling.",
-        complexity: "O(1), or O(R) for a ring of R lanes when the lane leaves it.",
-        args: &[PREFIX, LANE, arg("limit", Kind::OneOf(LIMIT_VALUE))],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.pause",
-        handler: Handler::Replies(lanes::pause),
-        flags: "write",
-        arity: 3,
-        summary: "Takes a lane out of service.",
-        complexity: "O(R) for a ring of R lanes.",
-        args: &[PREFIX, LANE],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.resume",
-        handler: Handler::Replies(lanes::resume),
-        flags: "write fast",
-        arity: 3,
-        summary: "Puts a paused lane back in service.",
-        complexity: "O(1)",
-        args: &[PREFIX, LANE],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.reassign",
-        handler: Handler::Replies(lanes::reassign),
-        flags: "write",
-        arity: 5,
-        summary: "Moves a pending job to another lane, keeping its mint score.",
-        complexity: "O(log N), or O(R) for a ring of R lanes when a lane leaves it.",
-        args: &[PREFIX, arg("job", Kind::Str), arg("from", Kind::Str), arg("to", Kind::Str)],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.lane",
-        handler: Handler::Replies(lanes::lane),
-        flags: "readonly",
-        arity: 3,
-        summary: "Shows a lane: depth, active, weight, limit, paused, ringed.",
-        complexity: "O(R) for a ring of R lanes (the ringed field).",
-        args: &[PREFIX, LANE],
-        readonly: true,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.policy",
-        handler: Handler::Replies(dead::policy),
-        flags: "write fast",
-        arity: 4,
-        summary: "Sets or removes the queue's max-deliveries: how many leases a job gets before it dies.",
-        complexity: "O(1)",
-        args: &[PREFIX, arg("setting", Kind::Str), arg("value", Kind::OneOf(DELIVERIES_VALUE))],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.dead",
-        handler: Handler::Replies(dead::dead),
-        flags: "readonly",
-        arity: -2,
-        summary: "Lists the oldest dead jobs: job, lane, when it died.",
-        complexity: "O(log D + N) for N listed of D dead jobs.",
-        args: &[PREFIX, COUNT],
-        readonly: true,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.revive",
-        handler: Handler::Replies(dead::revive),
-        flags: "write",
-        arity: -3,
-        summary: "Puts dead jobs back in their lanes at their mint scores.",
-        complexity: "O(M log N) for M jobs.",
-        args: &[PREFIX, JOBS],
-        readonly: false,
-        deterministic: true,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.queue",
-        handler: Handler::Replies(operate::queue),
-        flags: "readonly",
-        arity: 2,
-        summary: "Shows the queue at a glance: ringed and paused lanes, leased and expired jobs, the next lease deadline, dead jobs, max-deliveries.",
-        complexity: "O(log L) for L leased jobs.",
-        args: &[PREFIX],
-        readonly: true,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.lanes",
-        handler: Handler::Replies(operate::lanes),
-        flags: "readonly",
-        arity: -3,
-        summary: "Iterates the queue's lanes as SCAN iterates keys: every lane with pending jobs, leases, a weight, a ceiling or a pause is returned at least once.",
-        complexity: "O(1) for every call, about COUNT work; O(N) for a complete iteration.",
-        args: &[PREFIX, arg("cursor", Kind::Int), COUNT],
-        readonly: true,
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.repair",
-        handler: Handler::Replies(repair::repair),
-        flags: "write",
-        arity: -3,
-        summary: "Re-derives lanes' ring membership and active counts from their pending sets and the lease records naming them; removes their records that have no lease.",
-        complexity: "O(R + J + N) for a ring of R lanes, J lease records and N lanes repaired.",
-        args: &[
-            PREFIX,
-            arg("lanes", Kind::OneOf(REPAIR_LANES)),
-            ArgDoc {
-                token: Some("DRYRUN"),
-                optional: true,
-                ..arg("dryrun", Kind::Token)
-            },
-        ],
-        readonly: false,
-        // It reads the ring and the records first; replicated as effects.
-        deterministic: false,
-        internal: false,
-    },
-    CommandDoc {
-        name: "emq.turn",
-        handler: Handler::Replies(claim::replay_turn),
-        flags: "write fast",
-        arity: 6,
-        summary: "Internal: one served claim turn as the primary made it (emq.replicate command). Accepted only from the replication stream or an AOF load.",
-        complexity: "O(K log N) where N is the number of the lane's pending jobs.",
-        args: &[
-            PREFIX,
-            LANE,
-            arg("deadline", Kind::Int),
-            arg("k", Kind::Int),
-            arg("leaves", Kind::Int),
-        ],
-        readonly: false,
-        // It replicates itself (a replica's own AOF), whatever the mode.
-        deterministic: false,
-        internal: true,
-    },
+    keyed(
+        "LANES",
+        "batch",
+        ArgKind::Block(&[arg("numlanes", ArgKind::Int), many("lane", ArgKind::Str)]),
+    ),
 ];
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The smallest argument count (name included) the documented arguments allow.
-    pub fn min_argc(args: &[ArgDoc]) -> usize {
-        1 + args
-            .iter()
-            .filter(|a| !a.optional)
-            .map(|a| match a.kind {
-                Kind::Block(subs) => subs.len(),
-                _ => 1,
-            })
-            .sum::<usize>()
-    }
-
-    #[test]
-    fn arity_agrees_with_the_documented_arguments() {
-        for c in COMMANDS {
-            let min = min_argc(c.args);
-            let variadic = c.args.iter().any(|a| a.multiple || a.optional);
-            let expect = if variadic { -(min as i32) } else { min as i32 };
-            assert_eq!(c.arity, expect, "{}", c.name);
-            assert!(
-                matches!(c.args[0].kind, Kind::Key),
-                "{}: the prefix is the first argument",
-                c.name
-            );
-            assert!(
-                c.flags.contains(if c.readonly { "readonly" } else { "write" }),
-                "{}",
-                c.name
-            );
-        }
-    }
-
-    #[test]
-    fn names_are_unique_and_lower_case() {
-        let mut names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), COMMANDS.len());
-        assert!(names
-            .iter()
-            .all(|n| n.starts_with("emq.") && n.to_lowercase() == *n));
+/// A row of the table (a const fn: the table is built at compile time, so
+/// one argument per column).
+#[allow(clippy::too_many_arguments)]
+const fn command(
+    name: &'static str,
+    handler: Handler,
+    flags: &'static str,
+    arity: i32,
+    args: &'static [ArgDoc],
+    summary: &'static str,
+    complexity: &'static str,
+    deterministic: bool,
+) -> Command {
+    Command {
+        spec: CommandSpec {
+            name,
+            flags,
+            arity,
+            summary,
+            complexity,
+            since: SINCE,
+            args,
+            readonly: false,
+            internal: false,
+        },
+        handler,
+        deterministic,
     }
 }
+
+/// A row of the table for a command that only reads.
+const fn reader(
+    name: &'static str,
+    handler: Handler,
+    arity: i32,
+    args: &'static [ArgDoc],
+    summary: &'static str,
+    complexity: &'static str,
+) -> Command {
+    let mut c = command(name, handler, "readonly", arity, args, summary, complexity, false);
+    c.spec.readonly = true;
+    c
+}
+
+use Handler::{MayBlock, Replies};
+
+#[rustfmt::skip]
+pub const COMMANDS: &[Command] = &[
+    command("emq.claim", MayBlock(claim::claim), "write fast blocking", -3, &[PREFIX, LEASE, BLOCK],
+        "Rotates the ring one step and leases the rotated lane's head job (EchoMQ's @gclaim); with BLOCK, waits for a serviceable lane.",
+        "O(log N) where N is the number of the lane's pending jobs.", false),
+    command("emq.wclaim", MayBlock(claim::wclaim), "write blocking", -3, &[PREFIX, LEASE, BLOCK],
+        "Rotates the ring one step and leases K = min(weight, depth, headroom) heads of the rotated lane (EchoMQ's @gwclaim); with BLOCK, waits for a serviceable lane.",
+        "O(K log N) where N is the number of the lane's pending jobs.", false),
+    command("emq.bclaim", MayBlock(claim::bclaim), "write blocking", -3, &[PREFIX, LEASE, BLOCK],
+        "Rotates the ring one step and leases K = min(depth, headroom, emq.max-claim) heads of the rotated lane (EchoMQ's @gbclaim); with BLOCK, waits for a serviceable lane.",
+        "O(K log N) where N is the number of the lane's pending jobs.", false),
+    command("emq.enqueue", Replies(lanes::enqueue), "write deny-oom", -5, &[PREFIX, LANE, many("job-payload", ArgKind::Block(JOB_PAYLOAD))],
+        "Writes each new job's row and adds it to the lane (EchoMQ's @genqueue), skipping duplicates; rings the lane with a wake if it became serviceable.",
+        "O(M log N) for M jobs added to a lane of N.", true),
+    command("emq.weight", Replies(lanes::weight), "write fast", 4, &[PREFIX, LANE, arg("weight", ArgKind::Int)],
+        "Sets a lane's weight: its share of heads per weighted turn (EchoMQ's @gweight).",
+        "O(1)", true),
+    command("emq.pause", Replies(lanes::pause), "write", 3, &[PREFIX, LANE],
+        "Takes a lane out of service: into P paused, out of the ring (EchoMQ's @gpause).",
+        "O(R) for a ring of R lanes.", true),
+    command("emq.resume", Replies(lanes::resume), "write fast", 3, &[PREFIX, LANE],
+        "Puts a paused lane back in service, ringing it with a wake if serviceable (EchoMQ's @gresume).",
+        "O(1)", true),
+    command("emq.limit", Replies(lanes::limit), "write", 4, &[PREFIX, LANE, arg("limit", ArgKind::OneOf(LIMIT_VALUE))],
+        "Sets or removes a lane's concurrency ceiling; the ring follows (EchoMQ's @glimit).",
+        "O(1), or O(R) for a ring of R lanes when the lane leaves it.", true),
+    command("emq.reassign", Replies(lanes::reassign), "write", 4, &[PREFIX, JOB, LANE],
+        "Moves a pending job from the lane its row names to another (EchoMQ's @greassign).",
+        "O(log N), or O(R) for a ring of R lanes when a lane leaves it.", true),
+    command("emq.drain", Replies(lanes::drain), "write", 3, &[PREFIX, LANE],
+        "Deletes every pending job of a lane with its row and logs, and the lane leaves the ring (EchoMQ's @gdrain).",
+        "O(N) for N pending jobs, plus O(R) for a ring of R lanes.", true),
+    command("emq.complete", Replies(jobs::complete), "write fast", 4, &[PREFIX, JOB, TOKEN],
+        "Completes a job whose attempts is the token: it leaves its lease, its row is deleted, the completed count grows (EchoMQ's @complete).",
+        "O(log N)", true),
+    command("emq.retry", Replies(jobs::retry), "write fast", 7, &[PREFIX, JOB, TOKEN, arg("delay", ArgKind::Int), arg("max", ArgKind::Int), arg("error", ArgKind::Str)],
+        "Ends a job's lease under its token: delayed until now + delay, or dead at max attempts (EchoMQ's @retry).",
+        "O(log N)", false),
+    command("emq.delay", Replies(jobs::delay), "write fast", 6, &[PREFIX, JOB, TOKEN, arg("when", ArgKind::OneOf(WHEN))],
+        "Moves a job under its token into the schedule, IN ms from now or AT a time (EchoMQ's @delay).",
+        "O(log N)", false),
+    command("emq.extend", Replies(jobs::extend), "write fast", 5, &[PREFIX, JOB, TOKEN, LEASE],
+        "Moves a leased job's deadline to now + lease under its token (EchoMQ's @extend_lock).",
+        "O(log N)", false),
+    command("emq.reap", Replies(sweep::reap), "write", -2, &[PREFIX, optional(arg("which", ArgKind::OneOf(REAP_WHICH))), COUNT],
+        "Returns expired leases to their lanes or the flat queue, earliest first (EchoMQ's @reap, @greap_group with GROUP, @sweep_stalled with MAXSTALLED).",
+        "O(M log N) for M leases ended.", false),
+    command("emq.promote", Replies(sweep::promote), "write", -2, &[PREFIX, COUNT],
+        "Moves due scheduled jobs back to their lanes or the flat queue (EchoMQ's @promote).",
+        "O(M log N) for M jobs promoted.", false),
+    command("emq.qpause", Replies(queue::qpause), "write fast", 2, &[PREFIX],
+        "Pauses the whole queue: claims serve nothing (EchoMQ's queue pause).",
+        "O(1)", true),
+    command("emq.qresume", Replies(queue::qresume), "write fast", 2, &[PREFIX],
+        "Resumes the whole queue and wakes the waiting claims (EchoMQ's queue resume).",
+        "O(1)", true),
+    command("emq.policy", Replies(queue::policy), "write fast", 4, &[PREFIX, arg("setting", ArgKind::Str), arg("value", ArgKind::OneOf(STALLED_VALUE))],
+        "Sets or removes the queue's max-stalled: every return of an expired lease counts the job's stalls and kills it at the threshold.",
+        "O(1)", true),
+    reader("emq.dead", Replies(dead::dead), -2, &[PREFIX, COUNT],
+        "Lists dead jobs: id, lane, last error.",
+        "O(log D + N) for N listed of D dead jobs."),
+    command("emq.revive", Replies(dead::revive), "write", -3, &[PREFIX, many("job", ArgKind::Str)],
+        "Puts dead jobs back in their lanes or the flat queue, their errors and stalls cleared, attempts kept.",
+        "O(M log N) for M jobs.", true),
+    reader("emq.lane", Replies(operate::lane), 3, &[PREFIX, LANE],
+        "Shows a lane: depth, active, weight, limit, paused, ringed.",
+        "O(R) for a ring of R lanes (the ringed field)."),
+    reader("emq.queue", Replies(operate::queue), 2, &[PREFIX],
+        "Shows the queue at a glance: ringed and paused lanes, leased, expired, scheduled, due and dead jobs, the next deadline and due time, max-stalled, completed and failed.",
+        "O(log N)"),
+    reader("emq.lanes", Replies(operate::lanes), -3, &[PREFIX, arg("cursor", ArgKind::Int), COUNT],
+        "Iterates the queue's lanes as SCAN iterates keys: every lane with pending jobs, leases, a weight, a ceiling or a pause is returned at least once.",
+        "O(1) for every call, about COUNT work; O(N) for a complete iteration."),
+    command("emq.repair", Replies(operate::repair), "write", -3, &[PREFIX, arg("lanes", ArgKind::OneOf(REPAIR_LANES)), optional(keyed("DRYRUN", "dryrun", ArgKind::Token))],
+        "Re-derives lanes' ring membership and active counts from their pending sets and the leases whose rows name them.",
+        "O(R + L + N) for a ring of R lanes, L leases and N lanes repaired.", false),
+    Command {
+        spec: CommandSpec {
+            name: "emq.turn",
+            flags: "write fast",
+            arity: 6,
+            summary: "Internal: one served claim turn as the primary made it (emq.replicate command). Accepted only from the replication stream or an AOF load.",
+            complexity: "O(K log N) where N is the number of the lane's pending jobs.",
+            since: SINCE,
+            args: &[PREFIX, LANE, arg("deadline", ArgKind::Int), arg("k", ArgKind::Int), arg("leaves", ArgKind::Int)],
+            readonly: false,
+            internal: true,
+        },
+        handler: Replies(claim::turn),
+        // It replicates itself (a replica's own AOF), whatever the mode.
+        deterministic: false,
+    },
+];
+
+/// The spec of command `i` (what `lib.rs` registers).
+pub fn spec(i: usize) -> &'static CommandSpec {
+    &COMMANDS[i].spec
+}
+
+/// Runs command `i` of the table.
+pub fn run<'a>(i: usize, ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
+    let cmd = &COMMANDS[i];
+    let call = Call::new(ctx, cmd.deterministic && config::replicate_command());
+    match cmd.handler {
+        Handler::Replies(body) => body(&call, argv).map(Some),
+        Handler::MayBlock(body) => body(&call, argv),
+    }
+}
+
+#[cfg(test)]
+mod tests;

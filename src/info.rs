@@ -3,7 +3,7 @@
 
 use redis_module::{InfoContext, RedisResult};
 
-use crate::{config, stats};
+use crate::runtime::{config, stats};
 
 pub fn emq(ctx: &InfoContext) {
     if let Err(e) = build(ctx) {
@@ -21,6 +21,10 @@ fn build(ctx: &InfoContext) -> RedisResult<()> {
         .field("commit", env!("EMQ_GIT_COMMIT"))?
         .field("max_claim", config::max_claim())?
         .field("reap_on_claim", config::reap_on_claim() as u64)?
+        .field(
+            "job_kind",
+            String::from_utf8_lossy(&config::job_kind()).into_owned(),
+        )?
         .field(
             "replicate",
             if config::replicate_command() {

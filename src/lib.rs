@@ -3,35 +3,27 @@
 //! This file registers the module: its configs and `INFO emq` through the
 //! crate's `redis_module!`; the commands and the `emq` ACL category by hand
 //! (`ffi/register.rs` says why for each), the commands from the table in
-//! `catalog.rs`.
+//! `catalog.rs`. ARCHITECTURE.md draws the layers: each imports only those
+//! below it (`tests/layering.rs` keeps it so).
 //! Every `unsafe` line lives under `ffi/`: the rest of the crate may not
 //! have any.
 #![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 // A unit-test build has no module entry points (`module` below), so what
 // only they reach looks unused there; the module's own build still checks.
 #![cfg_attr(test, allow(dead_code, unused_imports))]
 
-// Public for the benches: the pure rules and the argument grammar. The rest
-// is the module's own (nothing outside it may reach the server's pointers).
-pub mod args;
+// Public for the benches: the pure rules. The rest is the module's own
+// (nothing outside it may reach the server's pointers).
 mod catalog;
 mod commands;
-mod config;
-mod errors;
-mod expiry;
+mod engine;
 #[allow(unsafe_code)]
 mod ffi;
 mod info;
-mod keys;
+pub mod model;
 mod queue;
-mod record;
-mod replicate;
-mod report;
-pub mod schedule;
-mod stats;
-
-#[cfg(test)]
-mod fuzz;
+mod runtime;
 
 #[cfg(not(test))]
 #[allow(unsafe_code)] // the macro's expansion: the module's entry points
@@ -40,7 +32,7 @@ mod module {
     // RedisResult: a name the macro's expansion expects here.
     use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
 
-    use crate::config::{self, Replicate};
+    use crate::runtime::config::{self, Replicate};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         if let Some(name) = crate::ffi::missing_api() {
@@ -58,9 +50,12 @@ mod module {
         if category.is_none() {
             ctx.log_notice("emq: no emq ACL category here (the server has no custom categories)");
         }
-        if let Err(e) =
-            crate::ffi::register::commands(ctx, crate::catalog::COMMANDS, crate::commands::run, category)
-        {
+        let table = crate::ffi::register::Table {
+            len: crate::catalog::COMMANDS.len(),
+            spec: crate::catalog::spec,
+            run: crate::catalog::run,
+        };
+        if let Err(e) = crate::ffi::register::commands(ctx, table, category) {
             ctx.log_warning(&format!("emq: could not register the commands: {e}"));
             return Status::Err;
         }
@@ -84,7 +79,7 @@ mod module {
     }
 
     fn deinit(ctx: &Context) -> Status {
-        crate::ffi::boundary::with_module_ctx(ctx, crate::expiry::stop_all);
+        crate::ffi::with_module_ctx(ctx, crate::engine::timer::stop_all);
         crate::ffi::release_constants();
         crate::ffi::release_names();
         // Back to the default hook: ours must not outlive the unloaded module.
@@ -105,7 +100,9 @@ mod module {
                 ["max-claim", &config::MAX_CLAIM, config::MAX_CLAIM_DEFAULT, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
                 ["reap-on-claim", &config::REAP_ON_CLAIM, config::REAP_ON_CLAIM_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
             ],
-            string: [],
+            string: [
+                ["job-kind", &config::JOB_KIND, config::JOB_KIND_DEFAULT, ConfigurationFlags::DEFAULT, None],
+            ],
             bool: [],
             enum: [
                 ["replicate", &config::REPLICATE, Replicate::effects, ConfigurationFlags::DEFAULT, None],

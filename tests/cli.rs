@@ -3,21 +3,36 @@
 //! valkey-cli users expect, and `emq top` in a real terminal (tmux: started,
 //! read with capture-pane, changed under it, stopped with Ctrl-C).
 
-mod common;
+mod support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::*;
+use support::fixtures::{fill, hget, ring, served};
+use support::{Conn, Server};
 
-const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+/// The tool, built by `make build` beside the module (a workspace member).
+fn emq_path() -> String {
+    support::server::built("emq").display().to_string()
+}
 
 fn emq(server: &Server, args: &[&str]) -> Output {
     let port = server.port.to_string();
     let mut all = vec!["-p", &port];
     all.extend(args);
-    Command::new(EMQ).args(&all).output().expect("run emq")
+    Command::new(emq_path()).args(&all).output().expect("run emq")
+}
+
+/// Sends `cmds` in one pipeline; every one must succeed.
+fn pipe(c: &mut Conn, cmds: Vec<Vec<String>>) {
+    let raw: Vec<Vec<Vec<u8>>> = cmds
+        .iter()
+        .map(|v| v.iter().map(|a| a.as_bytes().to_vec()).collect())
+        .collect();
+    for r in c.pipeline(&raw).unwrap() {
+        r.expect("a pipelined command");
+    }
 }
 
 fn stdout_ok(out: &Output) -> String {
@@ -32,19 +47,15 @@ fn stdout_ok(out: &Output) -> String {
 
 /// A queue with lanes in every state: deep, weighted, at a ceiling, paused,
 /// with leases.
-fn populate(c: &mut redis::Connection, p: &str) {
+fn populate(c: &mut Conn, p: &str) {
     for (lane, depth) in [("deep", 40), ("mid", 12), ("capped", 6), ("held", 5), ("w3", 9)] {
-        let mut args = vec!["EMQ.ENQUEUE".to_string(), p.into(), lane.into()];
-        for i in 0..depth {
-            args.extend([i.to_string(), format!("{lane}-{i}")]);
-        }
-        cmd(c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        fill(c, p, lane, depth);
     }
-    cmd(c, &["EMQ.WEIGHT", p, "w3", "3"]);
-    cmd(c, &["EMQ.LIMIT", p, "capped", "1"]);
-    cmd(c, &["EMQ.PAUSE", p, "held"]);
+    c.ok(&["EMQ.WEIGHT", p, "w3", "3"]);
+    c.ok(&["EMQ.LIMIT", p, "capped", "1"]);
+    c.ok(&["EMQ.PAUSE", p, "held"]);
     for _ in 0..4 {
-        cmd(c, &["EMQ.WCLAIM", p, "600000"]).claim().expect("a claim");
+        assert!(!served(&c.ok(&["EMQ.WCLAIM", p, "600000"])).is_empty(), "a claim");
     }
 }
 
@@ -62,17 +73,17 @@ fn table(text: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 /// Each row agrees with the keyspace, read with core commands.
-fn rows_match_keyspace(c: &mut redis::Connection, p: &str, rows: &BTreeMap<String, Vec<String>>) {
+fn rows_match_keyspace(c: &mut Conn, p: &str, rows: &BTreeMap<String, Vec<String>>) {
     let ring = ring(c, p);
     for (lane, cols) in rows {
-        let depth = int_reply(c, &["ZCARD", &format!("{p}g:{lane}:pending")]);
+        let depth = c.int(&["ZCARD", &format!("{p}g:{lane}:pending")]);
         assert_eq!(cols[0].replace(',', ""), depth.to_string(), "{lane} depth");
-        let hget = |c: &mut redis::Connection, h: &str| hget(c, &format!("{p}{h}"), lane);
+        let hget = |c: &mut Conn, h: &str| hget(c, &format!("{p}{h}"), lane);
         let active = hget(c, "gactive").unwrap_or("0".into());
         let limit = hget(c, "glimit").unwrap_or("-".into());
         assert_eq!(cols[1], format!("{active}/{limit}"), "{lane} active/limit");
         assert_eq!(cols[2], hget(c, "gweight").unwrap_or("1".into()), "{lane} weight");
-        let paused = int_reply(c, &["SISMEMBER", &format!("{p}gpaused"), lane]) == 1;
+        let paused = c.int(&["SISMEMBER", &format!("{p}paused"), lane]) == 1;
         assert_eq!(cols[3], if paused { "yes" } else { "no" }, "{lane} paused");
         let ringed = ring.iter().any(|l| l == lane);
         assert_eq!(cols[4], if ringed { "yes" } else { "no" }, "{lane} ringed");
@@ -108,12 +119,8 @@ fn lanes_shows_damage_as_it_is_and_names_cannot_drive_the_terminal() {
     populate(&mut c, p);
     // One lane's pending key of another type, and a lane whose name holds
     // an escape sequence: every row still shows, the name inert.
-    let _: () = redis::cmd("SET")
-        .arg(format!("{p}g:broken:pending"))
-        .arg("x")
-        .query(&mut c)
-        .unwrap();
-    cmd(&mut c, &["EMQ.ENQUEUE", p, "evil\x1b[2J", "1", "j-evil"]);
+    c.ok(&["SET", &format!("{p}g:broken:pending"), "x"]);
+    c.ok(&["EMQ.ENQUEUE", p, "evil\x1b[2J", "JOB-evil", "x"]);
     let out = stdout_ok(&emq(&server, &["lanes", p]));
     assert!(
         !out.contains('\x1b'),
@@ -136,8 +143,8 @@ fn top_once_prints_the_totals_emq_queue_reports() {
     let p = "q{o}:";
     populate(&mut c, p);
     let out = stdout_ok(&emq(&server, &["top", "--once", p]));
-    let leased = int_reply(&mut c, &["ZCARD", &format!("{p}leases")]);
-    let ringed = int_reply(&mut c, &["LLEN", &format!("{p}gring")]);
+    let leased = c.int(&["ZCARD", &format!("{p}active")]);
+    let ringed = c.int(&["LLEN", &format!("{p}ring")]);
     let totals = out
         .lines()
         .find(|l| l.starts_with("lanes "))
@@ -156,16 +163,12 @@ fn top_once_prints_the_totals_emq_queue_reports() {
 fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
     let server = Server::start();
     let mut c = server.conn();
+    let _ = pipe;
     let p = "q{o}:";
     populate(&mut c, p);
     let before = ring(&mut c, p);
-    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut c).unwrap();
-    let _: () = redis::cmd("HSET")
-        .arg(format!("{p}gactive"))
-        .arg("mid")
-        .arg("9")
-        .query(&mut c)
-        .unwrap();
+    c.ok(&["DEL", &format!("{p}ring")]);
+    c.ok(&["HSET", &format!("{p}gactive"), "mid", "9"]);
 
     let out = stdout_ok(&emq(&server, &["repair", "--dry-run", p]));
     assert!(out.contains("mid: ringed 0 -> 1, active 9 -> 1"), "{out}");
@@ -183,13 +186,8 @@ fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
     assert!(out.ends_with("5 lanes checked, repaired 0\n"), "{out}");
 
     // A ceiling that is no number: named, the rest still repaired.
-    let _: () = redis::cmd("HSET")
-        .arg(format!("{p}glimit"))
-        .arg("capped")
-        .arg("lots")
-        .query(&mut c)
-        .unwrap();
-    let _: () = redis::cmd("DEL").arg(format!("{p}gring")).query(&mut c).unwrap();
+    c.ok(&["HSET", &format!("{p}glimit"), "capped", "lots"]);
+    c.ok(&["DEL", &format!("{p}ring")]);
     let out = stdout_ok(&emq(&server, &["repair", p]));
     assert!(
         out.contains(
@@ -206,21 +204,18 @@ fn dead_lists_and_revive_brings_back() {
     let server = Server::start();
     let mut c = server.conn();
     let p = "q{o}:";
-    cmd(&mut c, &["EMQ.ENQUEUE", p, "lane-a", "1", "job-1", "2", "job-2"]);
-    cmd(&mut c, &["EMQ.POLICY", p, "max-deliveries", "1"]);
-    let (_, token, jobs) = cmd(&mut c, &["EMQ.CLAIM", p, "60000"]).claim().unwrap();
-    cmd(&mut c, &["EMQ.NACK", p, &token.to_string(), &jobs[0]]);
+    c.ok(&["EMQ.ENQUEUE", p, "lane-a", "JOB-1", "x", "JOB-2", "y"]);
+    let j = served(&c.ok(&["EMQ.CLAIM", p, "60000"]))[0].clone();
+    c.ok(&["EMQ.RETRY", p, &j.0, "1", "0", "1", "it\x1b[2Jbroke"]);
     let out = stdout_ok(&emq(&server, &["dead", p]));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
+    assert!(!out.contains('\x1b'), "{out:?}");
     let cols: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!(&cols[..2], ["job-1", "lane-a"], "{out}");
-    assert!(cols[2].ends_with("ms") || cols[2].ends_with('s'), "{out}");
-    assert_eq!(cols[3], "ago");
-
-    let out = stdout_ok(&emq(&server, &["revive", p, "job-1", "nobody"]));
+    assert_eq!(cols, ["JOB-1", "lane-a", "it\\x1b[2Jbroke"], "{out}");
+    let out = stdout_ok(&emq(&server, &["revive", p, "JOB-1", "nobody"]));
     assert_eq!(out, "revived 1 of 2 jobs\n");
-    assert_eq!(int_reply(&mut c, &["ZCARD", &format!("{p}g:lane-a:pending")]), 2);
+    assert_eq!(c.int(&["ZCARD", &format!("{p}g:lane-a:pending")]), 2);
     assert_eq!(stdout_ok(&emq(&server, &["dead", p])).lines().count(), 1);
 }
 
@@ -228,12 +223,9 @@ fn dead_lists_and_revive_brings_back() {
 fn it_connects_as_valkey_cli_does_and_fails_plainly() {
     let server = Server::start();
     let mut c = server.conn();
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "op", "on", ">s3cret", "~*", "+@all"])
-        .query(&mut c)
-        .unwrap();
-    let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
-    cmd(&mut c, &["EMQ.ENQUEUE", "q:", "in-db-3", "1", "j"]);
+    c.ok(&["ACL", "SETUSER", "op", "on", ">s3cret", "~*", "+@all"]);
+    c.ok(&["SELECT", "3"]);
+    c.ok(&["EMQ.ENQUEUE", "q:", "in-db-3", "JOB1", "x"]);
     let port = server.port.to_string();
     let uri = format!("redis://op:s3cret@127.0.0.1:{port}/3");
     for args in [
@@ -243,11 +235,11 @@ fn it_connects_as_valkey_cli_does_and_fails_plainly() {
         vec!["-u", &uri, "lanes", "q:"],
         vec!["lanes", "q:", "-h", "127.0.0.1", "-p", &port, "--db", "3"],
     ] {
-        let out = Command::new(EMQ).args(&args).output().unwrap();
+        let out = Command::new(emq_path()).args(&args).output().unwrap();
         assert!(stdout_ok(&out).contains("in-db-3"), "{args:?}");
     }
     // Database 0 holds no such lane.
-    let out = Command::new(EMQ)
+    let out = Command::new(emq_path())
         .args(["-p", &port, "lanes", "q:"])
         .output()
         .unwrap();
@@ -267,7 +259,7 @@ fn it_connects_as_valkey_cli_does_and_fails_plainly() {
         (vec!["-p", &port, "revive", "q:"], "<JOBS>"),
         (vec!["-p", &port, "frobnicate"], "unrecognized subcommand"),
     ] {
-        let out = Command::new(EMQ).args(&args).output().unwrap();
+        let out = Command::new(emq_path()).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -354,18 +346,14 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
     // prompt on one line): wait for output the typed line does not contain.
     tmux.run(&["send-keys", "-t", "top", "echo before-top-$((40+2))", "Enter"]);
     tmux.wait("the shell", |s| s.contains("before-top-42"));
-    let line = format!("{EMQ} -p {} top -i 0.2 '{p}'", server.port);
+    let line = format!("{} -p {} top -i 0.2 '{p}'", emq_path(), server.port);
     tmux.run(&["send-keys", "-t", "top", &line, "Enter"]);
     let screen = tmux.wait("the first frame", |s| s.contains("DEPTH") && s.contains("deep"));
     assert!(screen.starts_with(&format!("emq top {p}")), "{screen}");
     rows_match_keyspace(&mut c, p, &table(&screen));
 
     // The queue changes under it: a new deep lane, claims served.
-    let mut args = vec!["EMQ.ENQUEUE".to_string(), p.into(), "burst".into()];
-    for i in 0..300 {
-        args.extend([i.to_string(), format!("b{i}")]);
-    }
-    cmd(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    fill(&mut c, p, "burst", 300);
     let screen = tmux.wait("the new lane on top", |s| {
         table(s).get("burst").is_some_and(|r| r[0] == "300")
     });
@@ -378,7 +366,7 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
     let stop = Instant::now() + Duration::from_secs(20);
     let screen = loop {
         // Claims keep coming until a frame has seen them.
-        cmd(&mut c, &["EMQ.WCLAIM", p, "600000"]);
+        c.ok(&["EMQ.WCLAIM", p, "600000"]);
         let s = tmux.screen();
         let rate = s
             .lines()
@@ -399,7 +387,7 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
         "{screen}"
     );
     // A frame drawn after the last claim: its leased total agrees.
-    let leased = int_reply(&mut c, &["ZCARD", &format!("{p}leases")]);
+    let leased = c.int(&["ZCARD", &format!("{p}active")]);
     let rows = tmux.wait("a frame after the claims", |s| {
         s.contains(&format!("leased {leased} ")) && !table(s).is_empty()
     });
@@ -426,27 +414,27 @@ fn top_reads_every_page_of_a_large_queue_and_shows_the_claim_rate() {
     let server = Server::start();
     let mut c = server.conn();
     let p = "big{o}:";
-    let mut pipe = redis::pipe();
-    for i in 0..2_500 {
-        pipe.cmd("EMQ.ENQUEUE")
-            .arg(p)
-            .arg(format!("lane{i:04}"))
-            .arg(1)
-            .arg(format!("j{i}"))
-            .ignore();
-    }
-    let mut deepest = vec!["EMQ.ENQUEUE".to_string(), p.into(), "zz-deepest".into()];
-    for i in 0..5_000 {
-        deepest.extend([i.to_string(), format!("d{i}")]);
-    }
-    pipe.cmd(deepest[0].as_str()).arg(&deepest[1..]).ignore();
-    pipe.query::<()>(&mut c).unwrap();
+    pipe(
+        &mut c,
+        (0..2_500)
+            .map(|i| {
+                vec![
+                    "EMQ.ENQUEUE".into(),
+                    p.into(),
+                    format!("lane{i:04}"),
+                    format!("JOB{i}"),
+                    "x".into(),
+                ]
+            })
+            .collect(),
+    );
+    fill(&mut c, p, "zz-deepest", 5_000);
 
     let tmux = Tmux::new();
     tmux.run(&["new-session", "-d", "-s", "big", "-x", "100", "-y", "12", "sh"]);
     tmux.run(&["send-keys", "-t", "big", "echo before-top-$((40+2))", "Enter"]);
     tmux.wait("the shell", |s| s.contains("before-top-42"));
-    let line = format!("{EMQ} -p {} top -i 0.5 '{p}'", server.port);
+    let line = format!("{} -p {} top -i 0.5 '{p}'", emq_path(), server.port);
     tmux.run(&["send-keys", "-t", "big", &line, "Enter"]);
     let screen = tmux.wait("the first frame", |s| s.contains("DEPTH"));
     assert!(screen.contains("lanes 2,501 "), "every lane counted:\n{screen}");
@@ -462,12 +450,9 @@ fn top_reads_every_page_of_a_large_queue_and_shows_the_claim_rate() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let claimer = std::thread::spawn(move || {
-        let mut w = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
+        let mut w = Conn::open(port).unwrap();
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-            cmd(&mut w, &["EMQ.CLAIM", p, "600000"]);
+            w.ok(&["EMQ.CLAIM", p, "600000"]);
             std::thread::sleep(Duration::from_millis(10));
         }
     });

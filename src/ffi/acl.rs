@@ -14,75 +14,16 @@
 //! access every key under the prefix covers the whole command; otherwise (or
 //! when it fails) each key is checked on its own.
 
-use std::cell::Cell;
 use std::os::raw::{c_char, c_int};
-use std::ptr;
 use std::sync::atomic::Ordering;
 
 use redis_module::raw;
 
 use super::api::{PrefixCheck, PREFIX_CHECK};
 use super::ctx::Ctx;
+use super::guard::{errno, set_errno, State};
 use super::string::{Arg, RStr};
-use crate::errors::Error;
-
-#[derive(Clone, Copy, Default)]
-enum State {
-    /// No guard set: nothing is checked (a timer's own work).
-    #[default]
-    Off,
-    /// Every key the command may touch is allowed.
-    All,
-    /// Each key is checked for this user.
-    Each(*mut raw::RedisModuleUser),
-    /// The client's user no longer exists or is disabled: nothing is allowed.
-    Nobody,
-}
-
-/// The permission check of one context.
-#[derive(Default)]
-pub(super) struct Guard {
-    state: Cell<State>,
-    /// The access asked for: read, or read and write.
-    flags: Cell<c_int>,
-    /// A user object the guard must free.
-    owned: Cell<*mut raw::RedisModuleUser>,
-}
-
-impl Guard {
-    /// Checks `key` (just before it is opened).
-    pub(super) fn check(&self, ctx: &Ctx, key: Arg) -> Result<(), Error> {
-        match self.state.get() {
-            State::Off | State::All => Ok(()),
-            State::Nobody => Err(no_permission(key)),
-            State::Each(user) => {
-                let ok = unsafe {
-                    raw::RedisModule_ACLCheckKeyPermissions.is_none_or(|check| {
-                        check(user, key.ptr, self.flags.get()) == raw::REDISMODULE_OK as c_int
-                    })
-                };
-                if ok {
-                    Ok(())
-                } else {
-                    log_denial(ctx, user, key);
-                    Err(no_permission(key))
-                }
-            }
-        }
-    }
-
-    pub(super) fn release(&self) {
-        let user = self.owned.replace(ptr::null_mut());
-        if !user.is_null() {
-            unsafe {
-                if let Some(free) = raw::RedisModule_FreeModuleUser {
-                    free(user);
-                }
-            }
-        }
-        self.state.set(State::Off);
-    }
-}
+use crate::model::error::Error;
 
 impl Ctx {
     /// From now on, every key opened must be one the caller may access: read,
@@ -116,6 +57,7 @@ impl Ctx {
         if self.replayed() {
             return None;
         }
+        // SAFETY: the API pointers are checked present; the context is live and each user-name string returned is owned and freed by RStr.
         unsafe {
             let (Some(client_id), Some(name_by_id), Some(user_of), Some(current)) = (
                 raw::RedisModule_GetClientId,
@@ -150,13 +92,14 @@ impl Ctx {
     /// `NOPERM` unless the caller may access `key` (for keys reached by calls
     /// rather than opened: set keys).
     pub fn check_key(&self, key: Arg) -> Result<(), Error> {
-        self.guard.check(self, key)
+        self.guard.check(self.ptr, key)
     }
 
     /// Whether an unlisted client (a script's, a module's call) runs as some
     /// user: a `PING` made as that user fails with ENOTSUP only when there is
     /// none.
     fn has_user(&self) -> bool {
+        // SAFETY: a live context; a NULL reply is checked before it is freed.
         unsafe {
             set_errno(0);
             let reply = api!(RedisModule_Call)(self.ptr, c"PING".as_ptr(), c"C".as_ptr());
@@ -174,36 +117,9 @@ fn prefix_allowed(user: *mut raw::RedisModuleUser, prefix: &[u8], flags: u32) ->
     if check.is_null() {
         return false;
     }
+    // SAFETY: PREFIX_CHECK holds a pointer of type PrefixCheck, looked up by that name at load; the prefix bytes are read for their length.
     unsafe {
         let check: PrefixCheck = std::mem::transmute::<*mut std::os::raw::c_void, PrefixCheck>(check);
         check(user, prefix.as_ptr().cast::<c_char>(), prefix.len(), flags) == raw::REDISMODULE_OK as c_int
     }
-}
-
-/// Records the denial in `ACL LOG`, as the server does for its own keys.
-fn log_denial(ctx: &Ctx, user: *mut raw::RedisModuleUser, key: Arg) {
-    unsafe {
-        if let Some(add) = raw::RedisModule_ACLAddLogEntry {
-            add(
-                ctx.ptr,
-                user,
-                key.ptr,
-                raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
-            );
-        }
-    }
-}
-
-fn no_permission(key: Arg) -> Error {
-    Error::NoPermission {
-        key: key.bytes().to_vec(),
-    }
-}
-
-fn errno() -> c_int {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-fn set_errno(v: c_int) {
-    unsafe { *libc::__errno_location() = v };
 }

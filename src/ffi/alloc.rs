@@ -13,9 +13,11 @@ use redis_module::raw;
 pub struct ModuleAlloc;
 
 fn in_server() -> bool {
+    // SAFETY: reading an API pointer the server wrote once, at load.
     unsafe { raw::RedisModule_Alloc }.is_some()
 }
 
+// SAFETY: both allocators return memory for the layout asked, and `in_server` gives the same answer for a block's alloc and dealloc (nothing allocates before the server exports its allocator).
 unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if in_server() {

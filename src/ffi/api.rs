@@ -24,6 +24,7 @@ macro_rules! api {
 pub fn missing_api() -> Option<&'static str> {
     macro_rules! check {
         ($($name:ident),*) => {
+            // SAFETY: reading API pointers the server wrote once, at load.
             $( if unsafe { raw::$name }.is_none() { return Some(stringify!($name)); } )*
         };
     }
@@ -32,6 +33,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CloseKey,
         RedisModule_KeyType,
         RedisModule_KeyExists,
+        RedisModule_DeleteKey,
         RedisModule_ValueLength,
         RedisModule_ListPush,
         RedisModule_ListPop,
@@ -91,11 +93,6 @@ pub fn missing_api() -> Option<&'static str> {
     None
 }
 
-/// Redis before 7.2 replies zset scores with `%.17g` (`ZSCORE` of 1e17 is
-/// "1e+17"), while its `RM_CreateStringFromDouble` prints integers plainly;
-/// newer servers (and Valkey) use one formatter for both.
-pub(super) static SCORES_AS_17G: AtomicBool = AtomicBool::new(false);
-
 pub(super) static CLUSTER: AtomicBool = AtomicBool::new(false);
 
 /// Valkey's `ACLCheckKeyPrefixPermissions(user, prefix, len, flags)`, where
@@ -105,23 +102,61 @@ pub(super) type PrefixCheck =
     unsafe extern "C" fn(*mut raw::RedisModuleUser, *const c_char, usize, u32) -> c_int;
 pub(super) static PREFIX_CHECK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 
-/// Constant arguments for replication, made once at load and kept.
+/// Constant strings, made once at load and kept: the words replicated
+/// effects repeat and the field names of a job row.
 #[derive(Debug, Clone, Copy)]
 pub enum Word {
     Left,
     Right,
-    Nx,
     Zero,
+    One,
+    /// `LTRIM P wake 0 63`'s end.
+    WakeEnd,
+    State,
+    Attempts,
+    Payload,
+    Group,
+    LastError,
+    /// The row's `stalled` field, and the `last_error` of a death by stall.
+    Stalled,
+    Count,
+    Pending,
+    Active,
+    Scheduled,
+    Dead,
+    /// `P meta`'s `paused` field.
+    Paused,
+    MaxStalled,
 }
 
-const WORD_TEXT: [&[u8]; 4] = [b"LEFT", b"RIGHT", b"NX", b"0"];
-pub(super) static WORDS: [AtomicPtr<raw::RedisModuleString>; 4] =
-    [const { AtomicPtr::new(ptr::null_mut()) }; 4];
+const WORD_TEXT: [&[u8]; 18] = [
+    b"LEFT",
+    b"RIGHT",
+    b"0",
+    b"1",
+    b"63",
+    b"state",
+    b"attempts",
+    b"payload",
+    b"group",
+    b"last_error",
+    b"stalled",
+    b"count",
+    b"pending",
+    b"active",
+    b"scheduled",
+    b"dead",
+    b"paused",
+    b"max-stalled",
+];
+pub(super) static WORDS: [AtomicPtr<raw::RedisModuleString>; 18] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; 18];
 
-/// Reads, once at load, what the server is: cluster mode, how it formats
-/// zset scores, whether it checks key prefixes; makes the constant words.
+/// Reads, once at load, what the server is: cluster mode, whether it checks
+/// key prefixes; makes the constant words.
 pub fn detect_server(ctx: &redis_module::Context) {
     let ctx = ctx.ctx;
+    // SAFETY: the load context is live; the constant strings are made once and kept until unload; GetApi writes one pointer into `check`.
     unsafe {
         let flags = raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx));
         CLUSTER.store(
@@ -133,9 +168,6 @@ pub fn detect_server(ctx: &redis_module::Context) {
                 api!(RedisModule_CreateString)(ptr::null_mut(), text.as_ptr().cast::<c_char>(), text.len());
             slot.store(s, Ordering::Relaxed);
         }
-        // 0x00MMmmpp; Valkey reports a Redis-compatible 7.2.4.
-        let version = raw::RedisModule_GetServerVersion.map_or(0, |f| f());
-        SCORES_AS_17G.store(version != 0 && version < 0x0007_0200, Ordering::Relaxed);
         let mut check: *mut c_void = ptr::null_mut();
         if let Some(get_api) = raw::RedisModule_GetApi {
             let name = c"ValkeyModule_ACLCheckKeyPrefixPermissions";
@@ -153,6 +185,7 @@ pub fn release_constants() {
     for slot in &WORDS {
         let s = slot.swap(ptr::null_mut(), Ordering::Relaxed);
         if !s.is_null() {
+            // SAFETY: a string made at load, freed once (swapped out of its slot).
             unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), s) };
         }
     }
@@ -163,5 +196,6 @@ pub fn release_constants() {
 pub fn set_module_options(ctx: &redis_module::Context) {
     let ctx = ctx.ctx;
     let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    // SAFETY: the load context is live.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, options) };
 }

@@ -10,7 +10,7 @@ use super::boundary::{guarded, log_panic};
 use super::ctx::Ctx;
 use super::reply::Reply;
 use super::string::{Arg, Argv};
-use crate::errors::Error;
+use crate::model::error::Error;
 
 /// What a blocked client does when the key it waits on is signalled ready:
 /// `Ok(Some(reply))` answers it (it stops waiting), `Ok(None)` keeps it
@@ -33,6 +33,7 @@ impl Ctx {
     pub fn block_on_key(&self, key: Arg, timeout_ms: i64, wait: Wait) {
         let mut keys = [key.ptr];
         let data = Box::into_raw(Box::new(wait)).cast::<c_void>();
+        // SAFETY: a live context; the key string outlives the call; the server owns `data` until `on_end` frees it.
         unsafe {
             api!(RedisModule_BlockClientOnKeys)(
                 self.ptr,
@@ -53,6 +54,7 @@ extern "C" fn on_ready(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
+    // SAFETY: the private data is the `Wait` this module boxed in `block_on_key`, alive until `on_end`.
     let wait = unsafe {
         let data = raw::RedisModule_GetBlockedClientPrivateData.map_or(std::ptr::null_mut(), |get| get(ctx));
         match data.cast::<Wait>().as_ref() {
@@ -108,6 +110,7 @@ impl Ctx {
     /// Runs `run(ctx, arg)` once, `period_ms` from now.
     pub fn start_timer(&self, period_ms: i64, run: TimerFn, arg: u64) -> TimerId {
         let data = Box::into_raw(Box::new(TimerData { run, arg })).cast::<c_void>();
+        // SAFETY: a live context; the server owns `data` until the timer fires or is stopped.
         let id = unsafe { api!(RedisModule_CreateTimer)(self.ptr, period_ms.max(0), Some(on_timer), data) };
         TimerId(id)
     }
@@ -117,8 +120,10 @@ impl Ctx {
     pub fn stop_timer(&self, id: TimerId) -> bool {
         let mut data: *mut c_void = std::ptr::null_mut();
         let stopped =
+            // SAFETY: a live context; StopTimer writes the timer's data pointer into `data`.
             unsafe { api!(RedisModule_StopTimer)(self.ptr, id.0, &mut data) } == raw::REDISMODULE_OK as c_int;
         if stopped && !data.is_null() {
+            // SAFETY: the data of a stopped timer, boxed by `start_timer` and not freed by `on_timer`, which never ran.
             drop(unsafe { Box::from_raw(data.cast::<TimerData>()) });
         }
         stopped

@@ -11,7 +11,7 @@ use redis_module::raw;
 use super::ctx::{log_warning, Ctx};
 use super::reply::Reply;
 use super::string::Argv;
-use crate::errors::Error;
+use crate::model::error::Error;
 
 /// Runs a command's body (`Ok(None)`: it blocked its client, which is
 /// answered later). `writable`: the command writes (its keys are opened for

@@ -39,6 +39,7 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
                 if names.len() >= MAX_NAMES {
                     release(&mut names);
                 }
+                // SAFETY: a NULL context makes a string owned by no context; the bytes are read for their length.
                 let ptr = unsafe {
                     api!(RedisModule_CreateString)(
                         ptr::null_mut(),
@@ -52,6 +53,7 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
         };
         // Under no auto memory (this module never enables it) with no
         // context: a plain reference count.
+        // SAFETY: a kept string, alive while the table holds it; the caller's RStr releases this reference.
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), ptr) };
         RStr { ptr }
     })
@@ -59,6 +61,7 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
 
 fn release(names: &mut Names) {
     for (_, ptr) in names.drain() {
+        // SAFETY: strings the table made, each freed once (drained).
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), ptr) };
     }
 }
@@ -101,7 +104,8 @@ impl NameSet {
         let names = suffixes
             .iter()
             .map(|suffix| {
-                let ptr = super::ctx::with_joined(&[prefix, suffix], |bytes| unsafe {
+                // SAFETY: a NULL context makes a string owned by no context; the bytes are read for their length.
+                let ptr = super::string::with_joined(&[prefix, suffix], |bytes| unsafe {
                     api!(RedisModule_CreateString)(
                         ptr::null_mut(),
                         bytes.as_ptr().cast::<c_char>(),
@@ -109,6 +113,7 @@ impl NameSet {
                     )
                 });
                 let mut len = 0usize;
+                // SAFETY: a string just made, alive as long as the set.
                 let bytes = unsafe { api!(RedisModule_StringPtrLen)(ptr, &mut len) }.cast::<u8>();
                 Kept { ptr, bytes, len }
             })
@@ -130,6 +135,7 @@ impl NameSet {
 impl Drop for NameSet {
     fn drop(&mut self) {
         for kept in self.names.iter() {
+            // SAFETY: strings the set made, each freed once.
             unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), kept.ptr) };
         }
     }
@@ -143,6 +149,7 @@ impl<'a> KeyName<'a> {
     /// One more reference to the name, owned by the caller (a key slot's
     /// name outlives the set it came from).
     pub(super) fn retained(&self) -> RStr {
+        // SAFETY: the set's string is alive while the set is; the RStr returned releases this reference.
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.ptr) };
         RStr { ptr: self.ptr }
     }

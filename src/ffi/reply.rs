@@ -5,7 +5,7 @@ use std::os::raw::{c_char, c_long};
 
 use super::ctx::Ctx;
 use super::string::RStr;
-use crate::errors::Error;
+use crate::model::error::Error;
 
 pub enum Reply {
     Ok,
@@ -29,6 +29,7 @@ impl Reply {
 impl Ctx {
     pub(super) fn send(&self, reply: &Reply) {
         let ctx = self.ptr;
+        // SAFETY: a live context; every string and buffer is alive while sent.
         unsafe {
             match reply {
                 Reply::Ok => {
@@ -74,6 +75,7 @@ impl Ctx {
     }
 
     pub(super) fn send_error(&self, error: &Error) {
+        // SAFETY: a live context; the message is NUL-ended.
         unsafe {
             match error.message_c() {
                 None => {

@@ -45,6 +45,7 @@ impl RStr {
 
 impl Drop for RStr {
     fn drop(&mut self) {
+        // SAFETY: this RStr owns one reference to the string, released once.
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.ptr) }
     }
 }
@@ -70,14 +71,6 @@ impl<'a> Arg<'a> {
         // command, or an RStr borrowed for 'a).
         unsafe { bytes_of(self.ptr) }
     }
-
-    /// The value as a zset score, by the server's own rules (what `ZADD`
-    /// accepts: no NaN, no overflow, no spaces).
-    pub fn to_score(self) -> Option<f64> {
-        let mut v = 0f64;
-        let status = unsafe { api!(RedisModule_StringToDouble)(self.ptr, &mut v) };
-        (status == raw::REDISMODULE_OK as c_int && !v.is_nan()).then_some(v)
-    }
 }
 
 /// A constant word as an argument (made at load by `detect_server`).
@@ -86,6 +79,26 @@ pub fn word(w: Word) -> Arg<'static> {
         ptr: WORDS[w as usize].load(Ordering::Relaxed),
         _life: PhantomData,
     }
+}
+
+/// `parts` joined, on the stack when short (key names are built on every
+/// call).
+pub fn with_joined<T>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> T) -> T {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut stack = [0u8; 256];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    let mut at = 0;
+    for part in parts {
+        buf[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    f(buf)
 }
 
 /// # Safety
@@ -122,6 +135,7 @@ impl<'a> Argv<'a> {
         self.args.len()
     }
 
+    #[allow(dead_code)] // beside `len`, as clippy asks
     pub fn is_empty(&self) -> bool {
         self.args.is_empty()
     }
@@ -137,5 +151,17 @@ impl<'a> Argv<'a> {
     /// Arguments `from..`.
     pub fn tail(&self, from: usize) -> impl Iterator<Item = Arg<'a>> + '_ {
         (from..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_joined;
+
+    #[test]
+    fn joined_on_the_stack_or_the_heap() {
+        assert_eq!(with_joined(&[b"a", b"bc"], |b| b.to_vec()), b"abc");
+        let long = vec![b'x'; 300];
+        assert_eq!(with_joined(&[&long, b"y"], |b| b.len()), 301);
     }
 }

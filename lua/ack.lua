@@ -1,2 +1,0 @@
--- EMQ.ACK's twin (after shared.lua). ARGV = token, job [, job ...]
-return settle('ack', 'ack')

@@ -1,2 +1,0 @@
--- EMQ.NACK's twin (after shared.lua). ARGV = token, job [, job ...]
-return settle('nack', 'return')

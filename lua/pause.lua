@@ -1,2 +1,0 @@
--- EMQ.PAUSE's twin (after shared.lua). ARGV = lane
-return set_paused('pause', true)

@@ -1,0 +1,67 @@
+//! The table agrees with itself: arity with the documented arguments, flags
+//! with the key specs, names with the module's prefix.
+
+use super::*;
+
+/// The words an argument takes at least (its token included).
+fn words(a: &ArgDoc) -> usize {
+    let value = match a.kind {
+        ArgKind::Token => 0,
+        ArgKind::Block(subs) => subs.iter().map(words).sum(),
+        ArgKind::OneOf(subs) => subs.iter().map(words).min().unwrap_or(0),
+        _ => 1,
+    };
+    value + usize::from(a.token.is_some())
+}
+
+/// The arity the documented arguments give (name included).
+pub fn documented_arity(args: &[ArgDoc]) -> i32 {
+    let min = 1 + args.iter().filter(|a| !a.optional).map(words).sum::<usize>();
+    let variadic = args.iter().any(|a| a.multiple || a.optional);
+    if variadic {
+        -(min as i32)
+    } else {
+        min as i32
+    }
+}
+
+#[test]
+fn arity_agrees_with_the_documented_arguments() {
+    for c in COMMANDS {
+        let s = &c.spec;
+        assert_eq!(s.arity, documented_arity(s.args), "{}", s.name);
+        assert!(
+            matches!(s.args[0].kind, ArgKind::Key),
+            "{}: the prefix is the first argument",
+            s.name
+        );
+        assert!(
+            s.flags.contains(if s.readonly { "readonly" } else { "write" }),
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn names_are_unique_and_lower_case() {
+    let mut names: Vec<&str> = COMMANDS.iter().map(|c| c.spec.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), COMMANDS.len());
+    assert!(names
+        .iter()
+        .all(|n| n.starts_with("emq.") && n.to_lowercase() == *n));
+}
+
+#[test]
+fn only_enqueue_is_refused_when_memory_is_full() {
+    for c in COMMANDS {
+        assert_eq!(
+            c.spec.flags.contains("deny-oom"),
+            c.spec.name == "emq.enqueue",
+            "{}",
+            c.spec.name
+        );
+    }
+}

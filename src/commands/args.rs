@@ -1,0 +1,105 @@
+//! [`Args`]: the cursor every command reads its arguments with, each typed
+//! by the grammar of `model::grammar`.
+
+use crate::ffi::{Arg, Argv};
+use crate::model::error::{Error, COUNT_RANGE};
+use crate::model::grammar;
+
+/// A command's arguments, read in order; running past the end is the
+/// server's arity error.
+pub struct Args<'a> {
+    argv: Argv<'a>,
+    at: usize,
+}
+
+impl<'a> Args<'a> {
+    /// The arguments after the command name, when there are `min..=max` of
+    /// them (the name excluded); else the arity error.
+    pub fn new(argv: Argv<'a>, min: usize, max: usize) -> Result<Args<'a>, Error> {
+        let n = argv.len().saturating_sub(1);
+        if n < min || n > max {
+            return Err(Error::WrongArity);
+        }
+        Ok(Args { argv, at: 1 })
+    }
+
+    pub fn arg(&mut self) -> Result<Arg<'a>, Error> {
+        let arg = self.argv.get(self.at).ok_or(Error::WrongArity)?;
+        self.at += 1;
+        Ok(arg)
+    }
+
+    /// How many arguments are left.
+    pub fn left(&self) -> usize {
+        self.argv.len().saturating_sub(self.at)
+    }
+
+    /// The rest.
+    pub fn rest(&mut self) -> Vec<Arg<'a>> {
+        let rest: Vec<Arg<'a>> = self.argv.tail(self.at).collect();
+        self.at = self.argv.len();
+        rest
+    }
+
+    /// The next argument when it is `keyword` (consumed), else `false`.
+    pub fn keyword(&mut self, keyword: &str) -> bool {
+        match self.argv.get(self.at) {
+            Some(a) if grammar::is_keyword(a.bytes(), keyword) => {
+                self.at += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn prefix(&mut self, cluster: bool) -> Result<Arg<'a>, Error> {
+        let p = self.arg()?;
+        grammar::prefix(p.bytes(), cluster)?;
+        Ok(p)
+    }
+
+    pub fn lane(&mut self) -> Result<Arg<'a>, Error> {
+        let l = self.arg()?;
+        grammar::lane(l.bytes())?;
+        Ok(l)
+    }
+
+    pub fn int(
+        &mut self,
+        name: &'static str,
+        min: i64,
+        max: i64,
+        expected: &'static str,
+    ) -> Result<i64, Error> {
+        grammar::int_in(self.arg()?.bytes(), name, min, max, expected)
+    }
+
+    pub fn lease(&mut self) -> Result<i64, Error> {
+        grammar::lease(self.arg()?.bytes())
+    }
+
+    /// An optional `KEYWORD value` pair at the end (`COUNT n`, `BLOCK ms`):
+    /// `None` when no arguments are left; a syntax error when what is left is
+    /// not exactly that.
+    pub fn option(&mut self, keyword: &str) -> Result<Option<Arg<'a>>, Error> {
+        match self.left() {
+            0 => Ok(None),
+            2 if grammar::is_keyword(self.arg()?.bytes(), keyword) => Ok(Some(self.arg()?)),
+            _ => Err(Error::Syntax),
+        }
+    }
+
+    /// The trailing `[COUNT n]` (n >= 1), `default` when absent.
+    pub fn count(&mut self, default: usize) -> Result<usize, Error> {
+        match self.option("COUNT")? {
+            None => Ok(default),
+            Some(n) => Ok(count(n)?),
+        }
+    }
+}
+
+/// A `COUNT` value (n >= 1).
+pub fn count(n: Arg) -> Result<usize, Error> {
+    let n = grammar::int_in(n.bytes(), "COUNT", 1, i64::MAX, COUNT_RANGE)?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}

@@ -1,0 +1,54 @@
+//! The whole queue: EMQ.QPAUSE and EMQ.QRESUME (EchoMQ's `queue_pause` and
+//! `queue_resume`), and EMQ.POLICY (the stall threshold in `P meta`).
+
+use crate::ffi::{Argv, Reply};
+use crate::model::error::Error;
+use crate::model::grammar;
+use crate::queue::Queue;
+use crate::runtime::Call;
+
+use crate::engine::lanes;
+
+use super::args::Args;
+
+/// `EMQ.QPAUSE P`. Reply 1.
+pub fn qpause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
+    let mut args = Args::new(argv, 1, 1)?;
+    let q = Queue::new(call, args.prefix(call.ctx.is_cluster())?);
+    lanes::queue_pause(&q)?;
+    Ok(Reply::Int(1))
+}
+
+/// `EMQ.QRESUME P`. Reply 1.
+pub fn qresume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
+    let mut args = Args::new(argv, 1, 1)?;
+    let q = Queue::new(call, args.prefix(call.ctx.is_cluster())?);
+    lanes::queue_resume(&q)?;
+    Ok(Reply::Int(1))
+}
+
+/// `EMQ.POLICY P max-stalled n | NONE`. Reply `OK`.
+pub fn policy<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
+    let mut args = Args::new(argv, 3, 3)?;
+    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let setting = args.arg()?;
+    if !grammar::is_keyword(setting.bytes(), "max-stalled") {
+        return Err(Error::bad_arg("the policy setting", "max-stalled"));
+    }
+    let value = args.arg()?;
+    let max = if grammar::is_keyword(value.bytes(), "NONE") {
+        None
+    } else {
+        grammar::int_in(
+            value.bytes(),
+            "max-stalled",
+            1,
+            i64::MAX,
+            "an integer >= 1 or NONE",
+        )?;
+        Some(value)
+    };
+    let q = Queue::new(call, prefix);
+    lanes::policy(&q, max)?;
+    Ok(Reply::Ok)
+}

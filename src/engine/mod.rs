@@ -1,0 +1,24 @@
+//! The operations, without argv: what each command does to a queue.
+//!
+//! - `turn`: one claim turn (open → plan → apply), and its replay;
+//! - `wait`: claims that block; `timer`: the timer of waiting clients;
+//! - `jobs`: a job's transitions (complete, retry, delay, extend);
+//! - `returns`: expired leases back; `promote`: due jobs back;
+//! - `books`: the lanes such returns put jobs into, and the ring after;
+//! - `lanes`: lane and queue administration;
+//! - `dead`: dead letters; `views`, `scan`: seeing a queue; `repair`;
+//! - `counts`: EchoMQ's completed and failed counters.
+
+pub mod books;
+pub mod counts;
+pub mod dead;
+pub mod jobs;
+pub mod lanes;
+pub mod promote;
+pub mod repair;
+pub mod returns;
+pub mod scan;
+pub mod timer;
+pub mod turn;
+pub mod views;
+pub mod wait;

@@ -1,0 +1,163 @@
+//! A planned turn carried out: the writes (each notifying and replicating as
+//! its core command would), the reply, and — under `emq.replicate command`
+//! — the one `EMQ.TURN` a served turn replicates as instead of its effects.
+
+use smallvec::SmallVec;
+
+use crate::ffi::{word, Arg, Class, RStr, Reply, Word};
+use crate::model::error::{quote, Error};
+use crate::model::schedule::{ring_change, Lane, RingChange};
+use crate::queue::Score;
+use crate::runtime::{config, stats};
+
+use super::plan::{Plan, Serving, StrayTo};
+use super::{claim_reply, Claim, Served};
+
+impl<'q> Claim<'q> {
+    /// Carries out a planned turn; the reply when it leased jobs.
+    pub fn apply(&self, lane: RStr, plan: Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
+        let q = self.q;
+        match plan {
+            Plan::Drop => {
+                q.lpop(self.ring);
+                Ok(None)
+            }
+            Plan::Skip(damage) => {
+                q.rotate(self.ring);
+                q.call.count(&stats::LANES_SKIPPED, 1);
+                q.report(|| format!("lane '{}' skipped: {}", quote(lane.bytes()), damage.describe()));
+                Ok(None)
+            }
+            Plan::Serve(s) => {
+                let (k, leaves) = (s.k, s.leaves);
+                let as_command = config::replicate_command() && !s.leased.is_empty();
+                let served = if as_command {
+                    q.call.repl.muted(|| self.write(&lane, s, deadline))?
+                } else {
+                    self.write(&lane, s, deadline)?
+                };
+                if served.is_empty() {
+                    return Ok(None);
+                }
+                if as_command {
+                    q.call.repl.turn(q.prefix, lane.as_arg(), deadline, k, leaves);
+                }
+                q.call.count(&stats::CLAIMS, 1);
+                q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);
+                crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
+                Ok(Some(claim_reply(self.kind, lane, served)))
+            }
+        }
+    }
+
+    /// The writes of a serving turn, in the order `@gwclaim` makes them.
+    pub(super) fn write(&self, lane: &RStr, s: Serving<'q>, deadline: i64) -> Result<Vec<Served>, Error> {
+        let q = self.q;
+        // A lane that leaves is rotated to the tail and removed from it: in
+        // one step, the head removed (O(1), where the script scans the ring).
+        if s.leaves {
+            q.lpop(self.ring);
+        } else {
+            q.rotate(self.ring);
+        }
+        {
+            let mut taken: SmallVec<[Arg; 8]> = s.leased.iter().map(|l| l.job.as_arg()).collect();
+            taken.extend(s.strays.iter().map(|st| st.job.as_arg()));
+            q.zrem(s.pending, &taken, c"zpopmin");
+        }
+        let mut tokens: SmallVec<[RStr; 4]> = SmallVec::new();
+        for l in &s.leased {
+            let token = q.ctx.string_from_i64(l.attempts);
+            q.hset(
+                l.row,
+                &[
+                    (word(Word::Attempts), token.as_arg()),
+                    (word(Word::State), word(Word::Active)),
+                ],
+                c"hincrby",
+            );
+            q.ctx.notify(Class::Hash, c"hset", l.row.name());
+            tokens.push(token);
+        }
+        if !s.leased.is_empty() {
+            let text = q.ctx.string_from_i64(deadline);
+            let ids: SmallVec<[Arg; 8]> = s.leased.iter().map(|l| l.job.as_arg()).collect();
+            q.zadd(
+                self.leases,
+                Score {
+                    value: deadline,
+                    text: text.as_arg(),
+                },
+                &ids,
+            );
+            q.set_count(self.active, lane.as_arg(), s.new_active);
+        }
+        self.rehome(&s)?;
+        if !s.strays.is_empty() {
+            q.call.count(&stats::STRAYS, s.strays.len() as u64);
+            q.report(|| {
+                format!(
+                    "lane '{}': {} head(s) not leased, their rows not the lane's (job '{}' first)",
+                    quote(lane.bytes()),
+                    s.strays.len(),
+                    quote(s.strays[0].job.bytes())
+                )
+            });
+        }
+        Ok(s.leased
+            .into_iter()
+            .map(|l| Served {
+                job: l.job,
+                payload: l.payload,
+                attempts: l.attempts,
+            })
+            .collect())
+    }
+
+    /// The strays to where their rows say they wait; a lane that becomes
+    /// serviceable by them joins the ring.
+    fn rehome(&self, s: &Serving<'q>) -> Result<(), Error> {
+        let q = self.q;
+        let flat: SmallVec<[Arg; 2]> = s
+            .strays
+            .iter()
+            .filter(|st| matches!(st.to, StrayTo::Flat(_)))
+            .map(|st| st.job.as_arg())
+            .collect();
+        if let Some(StrayTo::Flat(set)) = s
+            .strays
+            .iter()
+            .map(|st| &st.to)
+            .find(|t| matches!(t, StrayTo::Flat(_)))
+        {
+            q.zadd(*set, Score::zero(), &flat);
+        }
+        let mut done: SmallVec<[&[u8]; 2]> = SmallVec::new();
+        for st in &s.strays {
+            let StrayTo::Lane { name, set, before } = &st.to else {
+                continue;
+            };
+            if done.contains(&name.bytes()) {
+                continue;
+            }
+            done.push(name.bytes());
+            let jobs: SmallVec<[Arg; 2]> = s
+                .strays
+                .iter()
+                .filter(|o| matches!(&o.to, StrayTo::Lane { name: n, .. } if n.bytes() == name.bytes()))
+                .map(|o| o.job.as_arg())
+                .collect();
+            q.zadd(*set, Score::zero(), &jobs);
+            if let Some(before) = before {
+                let after = Lane {
+                    depth: set.len() as u64,
+                    ..*before
+                };
+                if ring_change(before, &after) == RingChange::Join {
+                    q.ring_join(&[name.as_arg()])?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,195 @@
+//! One claim turn (EchoMQ's `@gclaim`, `@gwclaim`, `@gbclaim`;
+//! ARCHITECTURE.md walks through it): the ring's head lane rotates to the
+//! tail, then `K` of its heads are leased under one deadline — each popped
+//! from the lane, its row's `attempts` raised by one (the token) and `state`
+//! set `active`, into `P active` at the deadline — the lane's count grows by
+//! the number leased, and a lane at its ceiling or emptied leaves the ring.
+//!
+//! The phases: `open` (the queue-wide keys, each opened, typed and
+//! permission-checked once), `plan` (what the turn will do with the head
+//! lane, from reads only), `apply` (the writes, the reply, and what
+//! replicates). Every key a turn touches is checked before its first write;
+//! damage to a queue-wide key is an error.
+
+mod apply;
+mod plan;
+mod replay;
+
+use std::cell::Cell;
+
+use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Word};
+use crate::model::error::Error;
+use crate::model::layout::Fixed;
+use crate::model::row::Stalls;
+use crate::model::schedule::ClaimKind;
+use crate::queue::Queue;
+use crate::runtime::{config, stats};
+
+use super::books::OnDamage;
+use super::returns::{self, Sweep};
+
+pub use replay::replay_turn;
+
+/// A claim on one queue: the queue-wide keys it reads and writes.
+pub struct Claim<'q> {
+    q: &'q Queue<'q>,
+    kind: ClaimKind,
+    ring: Key<'q>,
+    leases: Key<'q>,
+    active: Key<'q>,
+    /// Read only, and most often missing: opened only when they exist.
+    limits: Cell<Option<Key<'q>>>,
+    weights: Option<Key<'q>>,
+    /// `P paused`'s name when that set exists (checked a set at open).
+    paused: Option<KeyName<'q>>,
+}
+
+impl<'q> Claim<'q> {
+    pub fn open(q: &'q Queue<'q>, kind: ClaimKind) -> Result<Claim<'q>, Error> {
+        let claim = Claim {
+            q,
+            kind,
+            ring: q.ring()?,
+            leases: q.leases()?,
+            active: q.active()?,
+            limits: Cell::new(q.optional(Fixed::Limit, Kind::Hash)?),
+            weights: match kind {
+                ClaimKind::Weighted => q.optional(Fixed::Weight, Kind::Hash)?,
+                _ => None,
+            },
+            paused: None,
+        };
+        // `P paused` is checked (its permission, its type) now, not at the
+        // first lane it is asked about; most queues have none.
+        let paused = q.paused_key()?;
+        if q.ctx.key_exists(paused.as_arg()) {
+            q.ctx.set_call(c"SISMEMBER", paused.as_arg(), word(Word::Zero))?;
+            return Ok(Claim {
+                paused: Some(paused),
+                ..claim
+            });
+        }
+        Ok(claim)
+    }
+
+    /// One turn of a non-blocking claim: the reply when it served. Expired
+    /// leases go back first (`emq.reap-on-claim`).
+    pub fn turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
+        if self.reap_due() {
+            // The head's keys are opened (and their permission checked)
+            // before the first write.
+            if let Some(lane) = self.ring.list_get(0) {
+                self.plan(&lane)?;
+            }
+            self.reap_first()?;
+        }
+        self.head_turn(deadline)
+    }
+
+    fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
+        let Some(lane) = self.ring.list_get(0) else {
+            return Ok(None);
+        };
+        let plan = self.plan(&lane)?;
+        self.apply(lane, plan, deadline)
+    }
+
+    /// Whether the claim returns expired leases first: the config allows it
+    /// and the queue's earliest lease has expired.
+    fn reap_due(&self) -> bool {
+        config::reap_on_claim() > 0 && self.leases.zset_has_at_most(self.q.ctx.now_ms() as f64)
+    }
+
+    /// Returns up to `emq.reap-on-claim` expired leases, counting each in its
+    /// row's `stalled` (as EchoMQ's sweep does); whether any went back.
+    pub fn reap_first(&self) -> Result<bool, Error> {
+        if !self.reap_due() {
+            return Ok(false);
+        }
+        let max = config::reap_on_claim();
+        let sweep = Sweep {
+            look: max,
+            max,
+            group: None,
+            stalls: Stalls {
+                count: true,
+                max: returns::max_stalled(self.q, OnDamage::Lenient)?,
+            },
+            on_damage: OnDamage::Lenient,
+        };
+        let returned = returns::return_expired(self.q, sweep)?;
+        self.q
+            .call
+            .count(&stats::JOBS_REAPED_BY_CLAIMS, returned.ended() as u64);
+        // A return may have made `P glimit`'s lanes matter again.
+        self.limits.set(self.q.optional(Fixed::Limit, Kind::Hash)?);
+        Ok(returned.ended() > 0)
+    }
+
+    /// The position in the ring of the first lane that would serve (read
+    /// only: every lane up to it is opened and checked).
+    pub fn first_servable(&self) -> Result<Option<usize>, Error> {
+        for i in 0..self.ring.len() {
+            let Some(lane) = self.ring.list_get(i as i64) else {
+                break;
+            };
+            if self.plan(&lane)?.serves() {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Serves the lane at ring position `first`, dropping and skipping the
+    /// ones before it; nothing when there is none.
+    pub fn serve_from(&self, first: Option<usize>, deadline: i64) -> Result<Option<Reply>, Error> {
+        let Some(first) = first else {
+            return Ok(None);
+        };
+        // The turns before it drop or skip lanes, or move a lane's strays:
+        // none changes the state the servable lane was planned on (a lane met
+        // twice plans the same both times), so the turn at `first` serves.
+        for _ in 0..=first {
+            if let Some(reply) = self.head_turn(deadline)? {
+                return Ok(Some(reply));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The earliest lease deadline (for the timer of a waiting claim).
+    pub fn earliest_lease(&self) -> Option<f64> {
+        self.leases.zset_first_score()
+    }
+
+    pub fn ring_name(&self) -> crate::ffi::Arg<'q> {
+        self.ring.name()
+    }
+}
+
+/// One served job, as the reply shows it.
+pub struct Served {
+    pub job: RStr,
+    pub payload: Option<RStr>,
+    pub attempts: i64,
+}
+
+/// `[id, payload, attempts, lane]`.
+fn job_reply(s: Served, lane: &[u8]) -> Reply {
+    Reply::Array(vec![
+        Reply::Owned(s.job),
+        s.payload.map_or(Reply::Null, Reply::Owned),
+        Reply::Int(s.attempts),
+        Reply::Bytes(lane.to_vec()),
+    ])
+}
+
+/// The reply of a served turn: one job's four fields flat (CLAIM), or an
+/// array of them (WCLAIM, BCLAIM).
+pub fn claim_reply(kind: ClaimKind, lane: RStr, served: Vec<Served>) -> Reply {
+    let mut jobs: Vec<Reply> = served.into_iter().map(|s| job_reply(s, lane.bytes())).collect();
+    match kind {
+        ClaimKind::One if jobs.len() == 1 => jobs.pop().unwrap_or_else(Reply::empty),
+        _ => Reply::Array(jobs),
+    }
+}

@@ -1,0 +1,210 @@
+//! What a turn will do with the head lane, decided from reads only: drop it,
+//! skip it (its own state is damaged), or serve it — which heads are leased
+//! with which tokens, which are strays and where they go (docs/damage.md,
+//! "Strays").
+
+use smallvec::SmallVec;
+
+use crate::ffi::{word, Arg, Key, Kind, RStr, Word};
+use crate::model::error::Error;
+use crate::model::grammar::parse_i64;
+use crate::model::row::{head_fate, Fate, Home};
+use crate::model::schedule::{self, Damage, Head, Lane, Stored, Turn};
+use crate::runtime::config;
+
+use super::Claim;
+
+/// Heads a turn looks at beyond its K, at most: strays are removed on the
+/// way, a bounded number per call (the next turn goes on).
+const STRAY_BUDGET: usize = 1000;
+
+/// What a turn does with its lane. One lives on the stack per turn: boxing
+/// `Serving` would allocate on every claim.
+#[allow(clippy::large_enum_variant)]
+pub enum Plan<'q> {
+    Drop,
+    Skip(Damage),
+    Serve(Serving<'q>),
+}
+
+impl Plan<'_> {
+    /// Whether the turn leases at least one job.
+    pub fn serves(&self) -> bool {
+        matches!(self, Plan::Serve(s) if !s.leased.is_empty())
+    }
+}
+
+pub struct Serving<'q> {
+    pub pending: Key<'q>,
+    /// The turn's K (what a replica replays).
+    pub k: i64,
+    /// Leased, in ZPOPMIN order.
+    pub leased: SmallVec<[Leased<'q>; 4]>,
+    pub strays: SmallVec<[Stray<'q>; 2]>,
+    /// The lane's count after the turn.
+    pub new_active: i64,
+    /// The lane leaves the ring after the turn.
+    pub leaves: bool,
+}
+
+pub struct Leased<'q> {
+    pub job: RStr,
+    pub row: Key<'q>,
+    /// The job's new attempts: its token.
+    pub attempts: i64,
+    pub payload: Option<RStr>,
+}
+
+pub struct Stray<'q> {
+    pub job: RStr,
+    pub to: StrayTo<'q>,
+}
+
+pub enum StrayTo<'q> {
+    /// Out of the lane only: it is elsewhere already, or has no row.
+    Nowhere,
+    /// To `P pending`: its row names no lane.
+    Flat(Key<'q>),
+    /// To the lane its row names; that lane's state before, when sound.
+    Lane {
+        name: RStr,
+        set: Key<'q>,
+        before: Option<Lane>,
+    },
+}
+
+impl<'q> Claim<'q> {
+    /// Reads a stored number of the lane: absent, an integer, or damaged.
+    fn stored(hash: Option<Key>, lane: Arg) -> Stored {
+        match hash.and_then(|h| h.hash_get(lane)) {
+            None => Ok(None),
+            Some(v) => parse_i64(v.bytes()).map(Some).ok_or(()),
+        }
+    }
+
+    /// Decides the turn of `lane` (read only).
+    pub fn plan(&self, lane: &RStr) -> Result<Plan<'q>, Error> {
+        let name = lane.bytes();
+        if name.is_empty() {
+            return Ok(Plan::Drop);
+        }
+        let lane_arg = lane.as_arg();
+        let pending = self.q.pending(name)?;
+        let depth = match pending.kind() {
+            Kind::Empty | Kind::Zset => Some(pending.len() as u64),
+            _ => None,
+        };
+        // Read in the order `head_turn` decides, each only when needed.
+        let paused = match &self.paused {
+            Some(set) if depth.is_some_and(|d| d > 0) => {
+                self.q.ctx.set_call(c"SISMEMBER", set.as_arg(), lane_arg)? == 1
+            }
+            _ => false,
+        };
+        let head = Head {
+            name_empty: false,
+            depth,
+            weight: Self::stored(self.weights, lane_arg),
+            limit: Self::stored(self.limits.get(), lane_arg),
+            active: Self::stored(Some(self.active), lane_arg),
+            paused,
+        };
+        let (k, state) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
+            Turn::Drop => return Ok(Plan::Drop),
+            Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
+            Turn::Serve { k, lane } => (k, lane),
+        };
+        let Some((leased, strays)) = self.take_heads(name, pending, k, state.depth)? else {
+            return Ok(Plan::Skip(Damage::Attempts));
+        };
+        let consumed = (leased.len() + strays.len()) as u64;
+        Ok(Plan::Serve(Serving {
+            pending,
+            k,
+            new_active: state.active + leased.len() as i64,
+            leaves: schedule::leaves_after(&state, consumed, leased.len() as i64),
+            leased,
+            strays,
+        }))
+    }
+
+    /// The heads a turn takes from `lane`: up to `k` to lease, and the strays
+    /// met before the last of them (at most `STRAY_BUDGET` more heads looked
+    /// at). `None` when the first head to lease has attempts that cannot be
+    /// counted (the lane is damaged); heads after such a one wait.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn take_heads(
+        &self,
+        lane: &[u8],
+        pending: Key<'q>,
+        k: i64,
+        depth: u64,
+    ) -> Result<Option<(SmallVec<[Leased<'q>; 4]>, SmallVec<[Stray<'q>; 2]>)>, Error> {
+        let q = self.q;
+        let want = usize::try_from(k).unwrap_or(usize::MAX);
+        let budget = want.saturating_add(STRAY_BUDGET);
+        let mut leased: SmallVec<[Leased<'q>; 4]> = SmallVec::new();
+        let mut strays: SmallVec<[Stray<'q>; 2]> = SmallVec::new();
+        let mut looked = 0usize;
+        let mut window = want;
+        'read: loop {
+            let heads = pending.zset_range(f64::INFINITY, window);
+            let seen = heads.len();
+            for (job, _) in heads.into_iter().skip(looked) {
+                looked += 1;
+                let row = q.row_or_none(job.bytes())?;
+                match head_fate(lane, &row.view()) {
+                    Fate::Lease(attempts) => {
+                        let payload = row.key.hash_get(word(Word::Payload));
+                        leased.push(Leased {
+                            job,
+                            row: row.key,
+                            attempts,
+                            payload,
+                        });
+                    }
+                    Fate::Damaged if leased.is_empty() => return Ok(None),
+                    Fate::Damaged => break 'read,
+                    Fate::Stray(home) => {
+                        if let Some(to) = self.stray_to(home)? {
+                            strays.push(Stray { job, to });
+                        }
+                    }
+                }
+                if leased.len() >= want || looked >= budget {
+                    break 'read;
+                }
+            }
+            if seen < window || window as u64 >= depth {
+                break;
+            }
+            window = window.saturating_mul(2).min(budget);
+        }
+        Ok(Some((leased, strays)))
+    }
+
+    /// Where a stray goes; `None` when its lane cannot take it (its pending
+    /// key holds another type): it stays where it is.
+    fn stray_to(&self, home: Home) -> Result<Option<StrayTo<'q>>, Error> {
+        let q = self.q;
+        Ok(Some(match home {
+            Home::Elsewhere => StrayTo::Nowhere,
+            Home::Flat => StrayTo::Flat(q.flat()?),
+            Home::Lane(other) => {
+                let set = match q.pending_zset(other) {
+                    Ok(set) => set,
+                    Err(Error::WrongType) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                let name = q.ctx.string(other);
+                let read = q.lane_read(name.as_arg());
+                read.paused.clone()?;
+                StrayTo::Lane {
+                    before: read.lane().ok().filter(|l| l.active >= 0),
+                    name,
+                    set,
+                }
+            }
+        }))
+    }
+}

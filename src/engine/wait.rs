@@ -1,0 +1,113 @@
+//! Claims that wait (docs/commands.md, "BLOCK"): a claim that can serve
+//! nothing blocks its client on `P ring`, without polling, until a lane joins
+//! the ring (whatever pushes it: a command, a producer's own script, the
+//! timer) or the queue is resumed; then it claims once.
+//!
+//! Before it waits, a claim looks, without writing, for the first lane of the
+//! ring that would serve; only then does it run the turns up to it (dropping
+//! and skipping the lanes before it). A claim that would serve nothing writes
+//! nothing and waits: a blocked client's wake-up that writes and keeps
+//! waiting aborts Redis 7.0.
+
+use crate::ffi::block::{Ready, Wait};
+use crate::ffi::{Arg, Ctx, Reply};
+use crate::model::error::Error;
+use crate::model::schedule::ClaimKind;
+use crate::queue::Queue;
+use crate::runtime::{stats, Call};
+
+use super::timer;
+use super::turn::Claim;
+
+/// A claim as its client asked for it.
+pub struct Request<'a> {
+    pub prefix: Arg<'a>,
+    pub kind: ClaimKind,
+    pub lease: i64,
+    /// The BLOCK timeout in ms (0 = forever).
+    pub block: Option<i64>,
+}
+
+/// The reply, or `None` when the client now waits (answered later by
+/// `ready`, which parses its arguments again and calls [`on_ready`]).
+pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, Error> {
+    let q = Queue::new(call, req.prefix);
+    let blocking = req.block.filter(|_| call.ctx.may_block());
+    // A paused queue serves nothing and writes nothing (EchoMQ's host checks
+    // `P meta` before it calls the script).
+    let paused = q.queue_paused()?;
+    let claim = Claim::open(&q, req.kind)?;
+    let deadline = call.ctx.now_ms().saturating_add(req.lease);
+    let Some(timeout) = blocking else {
+        if paused {
+            call.count(&stats::CLAIMS_EMPTY, 1);
+            return Ok(Some(Reply::empty()));
+        }
+        let served = claim.turn(deadline)?;
+        return Ok(Some(served.unwrap_or_else(|| {
+            call.count(&stats::CLAIMS_EMPTY, 1);
+            Reply::empty()
+        })));
+    };
+    if !paused {
+        // Expired leases go back first, even when nothing else can be served
+        // (the call's own context may write and then wait; a wake-up may not).
+        let first = claim.first_servable()?;
+        let first = if claim.reap_first()? {
+            claim.first_servable()?
+        } else {
+            first
+        };
+        if let Some(reply) = claim.serve_from(first, deadline)? {
+            return Ok(Some(reply));
+        }
+    }
+    // Nothing can be served: wait on the ring, woken when a lane joins it (and
+    // by the timer when leases run out or jobs come due).
+    stats::BLOCKED.add(1);
+    let watch = timer::watch(call.ctx, req.prefix.bytes(), earliest(&q, &claim));
+    call.ctx.block_on_key(
+        claim.ring_name(),
+        timeout,
+        Wait {
+            ready,
+            ended: wait_ended,
+            arg: watch,
+        },
+    );
+    Ok(None)
+}
+
+/// The queue's next lease deadline or due time, whichever is first.
+fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
+    let lease = claim.earliest_lease();
+    let due = q.schedule().ok().and_then(|s| s.zset_first_score());
+    [lease, due].into_iter().flatten().map(|t| t as i64).min()
+}
+
+/// A blocked claim's ring was signalled: claim once if a lane can be served
+/// (`Some`), else keep waiting without writing anything (`None`).
+pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
+    let call = Call::new(ctx, false);
+    let q = Queue::new(&call, req.prefix);
+    if q.queue_paused()? {
+        return Ok(None);
+    }
+    let claim = Claim::open(&q, req.kind)?;
+    let deadline = ctx.now_ms().saturating_add(req.lease);
+    let Some(first) = claim.first_servable()? else {
+        return Ok(None);
+    };
+    // It will serve (returning expired leases only makes lanes more
+    // servable): now it may write.
+    if claim.reap_first()? {
+        return claim.serve_from(claim.first_servable()?, deadline);
+    }
+    claim.serve_from(Some(first), deadline)
+}
+
+/// However a wait ends (served, timed out, gone): one waiter fewer.
+fn wait_ended(ctx: Option<&Ctx>, watch: u64) {
+    stats::BLOCKED.sub(1);
+    timer::unwatch(ctx, watch);
+}

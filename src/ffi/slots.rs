@@ -1,0 +1,135 @@
+//! The key handles of one context, one per key, in the order they were
+//! opened (`key.rs` hands out views of them).
+//!
+//! The key API caches a key's value in its handle, so a key open twice, or
+//! read through one handle while written through another, reads stale or
+//! freed memory. Here a key is opened once per context and every later ask
+//! gets the same handle; the handles are closed together when the context
+//! ends (or when it switches databases, which takes it `&mut`).
+
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::mem::MaybeUninit;
+
+use redis_module::raw;
+
+use super::string::RStr;
+
+/// Slots held inline: a command opens about eight keys, so most commands
+/// allocate nothing to keep their handles.
+const INLINE: usize = 16;
+
+pub(super) struct KeyCache {
+    pub(super) writable: bool,
+    // A handle points into its slot, which must not move: the first
+    // `INLINE` slots live here (filled in order, each written once while no
+    // handle to it exists), the rest boxed. Slots are only removed by
+    // `close_all`, under `&mut`.
+    inline: [UnsafeCell<MaybeUninit<Slot>>; INLINE],
+    len: Cell<usize>,
+    #[allow(clippy::vec_box)]
+    overflow: RefCell<Vec<Box<Slot>>>,
+}
+
+pub(super) struct Slot {
+    pub(super) name: RStr,
+    /// The name's bytes, read once (compared without a call).
+    bytes: *const u8,
+    len: usize,
+    /// NULL when the key is missing and was opened for reading.
+    pub(super) ptr: Cell<*mut raw::RedisModuleKey>,
+    pub(super) written: Cell<bool>,
+}
+
+impl KeyCache {
+    pub(super) fn new(writable: bool) -> KeyCache {
+        KeyCache {
+            writable,
+            inline: [const { UnsafeCell::new(MaybeUninit::uninit()) }; INLINE],
+            len: Cell::new(0),
+            overflow: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The slot named `name`, if open.
+    pub(super) fn find(&self, name: &[u8]) -> Option<*const Slot> {
+        let inline = self.len.get().min(INLINE);
+        for cell in &self.inline[..inline] {
+            // SAFETY: the first `len` inline slots are initialised.
+            let slot = unsafe { (*cell.get()).assume_init_ref() };
+            if slot.is(name) {
+                return Some(slot);
+            }
+        }
+        self.overflow
+            .borrow()
+            .iter()
+            .find(|s| s.is(name))
+            .map(|s| &**s as *const Slot)
+    }
+
+    /// Whether a key named `name` is open.
+    pub(super) fn is_open(&self, name: &[u8]) -> bool {
+        self.find(name).is_some()
+    }
+
+    /// Keeps `slot`; where it now lives.
+    pub(super) fn keep(&self, slot: Slot) -> *const Slot {
+        let at = self.len.get();
+        self.len.set(at + 1);
+        if at < INLINE {
+            // SAFETY: slot `at` is uninitialised and nothing points to it.
+            unsafe { (*self.inline[at].get()).write(slot) }
+        } else {
+            let boxed = Box::new(slot);
+            let ptr = &*boxed as *const Slot;
+            self.overflow.borrow_mut().push(boxed);
+            ptr
+        }
+    }
+
+    /// Closes every handle, signalling the written keys modified.
+    pub(super) fn close_all(&mut self, ctx: *mut raw::RedisModuleCtx) {
+        let inline = self.len.get().min(INLINE);
+        self.len.set(0);
+        for cell in self.inline[..inline].iter_mut().rev() {
+            // SAFETY: initialised, and read out once (len is now 0).
+            let slot = unsafe { cell.get_mut().assume_init_read() };
+            slot.close(ctx);
+        }
+        for slot in self.overflow.get_mut().drain(..).rev() {
+            slot.close(ctx);
+        }
+    }
+}
+
+impl Slot {
+    pub(super) fn new(name: RStr, ptr: *mut raw::RedisModuleKey) -> Slot {
+        let bytes = name.bytes();
+        Slot {
+            bytes: bytes.as_ptr(),
+            len: bytes.len(),
+            name,
+            ptr: Cell::new(ptr),
+            written: Cell::new(false),
+        }
+    }
+
+    fn is(&self, name: &[u8]) -> bool {
+        // SAFETY: `bytes` are the bytes of `self.name`, which lives as long
+        // as the slot.
+        self.len == name.len() && unsafe { std::slice::from_raw_parts(self.bytes, self.len) } == name
+    }
+
+    fn close(&self, ctx: *mut raw::RedisModuleCtx) {
+        // SAFETY: the handle was opened in `ctx`, which is still alive, and
+        // is closed once (the slot is being dropped).
+        unsafe {
+            if self.written.get() {
+                api!(RedisModule_SignalModifiedKey)(ctx, self.name.ptr);
+            }
+            if !self.ptr.get().is_null() {
+                api!(RedisModule_CloseKey)(self.ptr.get());
+            }
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The pure layer: what the module decides, over bytes and numbers alone.
+//! Nothing here sees the server, so every rule is unit-tested without one.
+//!
+//! - `error`: every error reply, worded;
+//! - `grammar`: what a valid argument is;
+//! - `layout`: EchoMQ's key names;
+//! - `schedule`: serviceability, the turn's `K`, the ring's moves;
+//! - `row`: a job row's decisions (lease a head? die of stalls?).
+
+pub mod error;
+pub mod grammar;
+pub mod layout;
+pub mod row;
+pub mod schedule;
+
+#[cfg(test)]
+mod fuzz;

@@ -1,0 +1,225 @@
+//! Unit tests of the pure scheduling rules in `model::schedule`.
+
+use super::*;
+
+fn lane(depth: u64, active: i64, limit: Option<i64>) -> Lane {
+    Lane {
+        depth,
+        active,
+        limit,
+        paused: false,
+        throttled: false,
+    }
+}
+
+fn head(depth: u64, active: i64, limit: Option<i64>, weight: i64) -> Head {
+    Head {
+        name_empty: false,
+        depth: Some(depth),
+        weight: Ok(Some(weight)),
+        limit: Ok(limit),
+        active: Ok(Some(active)),
+        paused: false,
+    }
+}
+
+fn served_k(turn: Turn) -> i64 {
+    match turn {
+        Turn::Serve { k, .. } => k,
+        other => panic!("expected a served turn, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_worked_example_depth_clamps_the_weight() {
+    // weight 5, depth 3, headroom 4 (limit 6, active 2) -> K = 3
+    assert_eq!(serve_count(5, 3, Some(6), 2), 3);
+    let turn = head_turn(&head(3, 2, Some(6), 5), ClaimKind::Weighted, 1000);
+    assert_eq!(served_k(turn), 3);
+    // depth 3 is served whole, so the lane leaves the ring.
+    assert!(leaves_after(&lane(3, 2, Some(6)), 3, 3));
+}
+
+#[test]
+fn each_claim_asks_for_its_own_share() {
+    let h = head(9, 1, Some(6), 3);
+    assert_eq!(served_k(head_turn(&h, ClaimKind::One, 1000)), 1);
+    assert_eq!(served_k(head_turn(&h, ClaimKind::Weighted, 1000)), 3);
+    assert_eq!(served_k(head_turn(&h, ClaimKind::Batch, 1000)), 5, "the headroom");
+    assert_eq!(
+        served_k(head_turn(&head(9, 0, None, 1), ClaimKind::Batch, 1000)),
+        9,
+        "the depth"
+    );
+    assert_eq!(
+        served_k(head_turn(&head(9, 0, None, 1), ClaimKind::Batch, 4)),
+        4,
+        "emq.max-claim"
+    );
+    assert_eq!(
+        served_k(head_turn(&head(9, 0, None, 50), ClaimKind::Weighted, 4)),
+        4
+    );
+    assert_eq!(
+        head_turn(&head(9, 6, Some(6), 1), ClaimKind::One, 1000),
+        Turn::Drop,
+        "a plain claim never leases past the ceiling either"
+    );
+}
+
+#[test]
+fn each_clamp_can_win() {
+    assert_eq!(serve_count(2, 9, Some(9), 0), 2, "weight");
+    assert_eq!(serve_count(9, 2, Some(9), 0), 2, "depth");
+    assert_eq!(serve_count(9, 9, Some(5), 3), 2, "headroom");
+    assert_eq!(serve_count(9, 9, None, 1_000), 9, "no ceiling: active ignored");
+}
+
+#[test]
+fn lanes_that_cannot_be_served_are_dropped() {
+    let w = ClaimKind::Weighted;
+    assert_eq!(
+        head_turn(&head(5, 4, Some(4), 3), w, 1000),
+        Turn::Drop,
+        "at its ceiling"
+    );
+    assert_eq!(head_turn(&head(5, 7, Some(4), 3), w, 1000), Turn::Drop, "past it");
+    assert_eq!(head_turn(&head(0, 0, None, 3), w, 1000), Turn::Drop, "empty");
+    assert_eq!(
+        head_turn(&head(5, 0, Some(0), 3), w, 1000),
+        Turn::Drop,
+        "a ceiling of 0"
+    );
+    let paused = Head {
+        paused: true,
+        ..head(5, 0, None, 1)
+    };
+    assert_eq!(head_turn(&paused, w, 1000), Turn::Drop, "paused");
+    let nameless = Head {
+        name_empty: true,
+        ..head(5, 0, None, 1)
+    };
+    assert_eq!(head_turn(&nameless, w, 1000), Turn::Drop, "an empty name");
+}
+
+#[test]
+fn a_lane_whose_own_state_is_damaged_is_skipped() {
+    let ok = head(5, 1, Some(3), 2);
+    let w = ClaimKind::Weighted;
+    let skip = |h: Head| head_turn(&h, w, 1000);
+    assert_eq!(
+        skip(Head {
+            weight: Err(()),
+            ..ok
+        }),
+        Turn::Skip(Damage::Weight)
+    );
+    assert_eq!(skip(Head { limit: Err(()), ..ok }), Turn::Skip(Damage::Limit));
+    assert_eq!(
+        skip(Head {
+            active: Err(()),
+            ..ok
+        }),
+        Turn::Skip(Damage::Active)
+    );
+    assert_eq!(
+        skip(Head {
+            active: Ok(Some(-3)),
+            ..ok
+        }),
+        Turn::Skip(Damage::Active),
+        "a negative active count would lease past the ceiling"
+    );
+    assert_eq!(skip(Head { depth: None, ..ok }), Turn::Skip(Damage::PendingType));
+    assert_eq!(
+        head_turn(&head(3, i64::MAX - 1, None, 5), w, 1000),
+        Turn::Skip(Damage::Active),
+        "the count would overflow"
+    );
+    // Read in @gwclaim's order: an empty name, an empty or paused lane is
+    // dropped before the weight is read.
+    assert_eq!(
+        skip(Head {
+            name_empty: true,
+            weight: Err(()),
+            ..ok
+        }),
+        Turn::Drop
+    );
+    assert_eq!(
+        skip(Head {
+            name_empty: true,
+            depth: None,
+            ..ok
+        }),
+        Turn::Drop,
+        "a nameless lane is never served, whatever its key holds"
+    );
+    assert_eq!(
+        skip(Head {
+            depth: Some(0),
+            limit: Err(()),
+            ..ok
+        }),
+        Turn::Drop
+    );
+}
+
+#[test]
+fn the_guard_keeps_a_lane_with_work_and_room() {
+    assert!(!leaves_after(&lane(5, 0, None), 2, 2));
+    assert!(leaves_after(&lane(5, 0, Some(2)), 2, 2), "reaches its ceiling");
+    assert!(!leaves_after(&lane(5, 0, Some(2)), 1, 1));
+    assert!(leaves_after(&lane(2, 0, None), 2, 0), "only strays, now empty");
+    assert!(!leaves_after(&lane(3, 0, None), 2, 0), "only strays, more left");
+}
+
+#[test]
+fn weights_below_one_are_one() {
+    assert_eq!(effective_weight(None), 1);
+    assert_eq!(effective_weight(Some(0)), 1);
+    assert_eq!(effective_weight(Some(-4)), 1);
+    assert_eq!(effective_weight(Some(7)), 7);
+}
+
+#[test]
+fn extremes_do_not_wrap() {
+    assert_eq!(
+        serve_count(i64::MAX, u64::MAX, Some(i64::MAX), i64::MIN),
+        i64::MAX
+    );
+    assert_eq!(serve_count(i64::MAX, 3, Some(i64::MIN), i64::MAX), i64::MIN);
+    assert_eq!(
+        served_k(head_turn(
+            &head(3, i64::MAX - 3, None, i64::MAX),
+            ClaimKind::Weighted,
+            i64::MAX
+        )),
+        3
+    );
+}
+
+#[test]
+fn serviceability_and_ring_transitions() {
+    let idle = lane(0, 0, None);
+    let ready = lane(1, 0, None);
+    let full = lane(1, 2, Some(2));
+    let paused = Lane {
+        paused: true,
+        ..ready
+    };
+    let throttled = Lane {
+        throttled: true,
+        ..ready
+    };
+    assert!(!idle.serviceable());
+    assert!(ready.serviceable());
+    assert!(!full.serviceable());
+    assert!(!paused.serviceable());
+    assert!(!throttled.serviceable());
+    assert_eq!(ring_change(&idle, &ready), RingChange::Join);
+    assert_eq!(ring_change(&ready, &full), RingChange::Leave);
+    assert_eq!(ring_change(&ready, &paused), RingChange::Leave);
+    assert_eq!(ring_change(&ready, &ready), RingChange::Stay);
+    assert_eq!(ring_change(&idle, &paused), RingChange::Stay);
+}

@@ -1,0 +1,76 @@
+//! A lane's state as commands read it: its depth, active count, ceiling and
+//! pause, each key type-checked and each number validated (a damaged value
+//! is an error naming the key and the lane, docs/damage.md).
+
+use crate::ffi::{Arg, Key};
+use crate::model::error::{Error, INTEGER};
+use crate::model::grammar::parse_i64;
+use crate::model::schedule::Lane;
+
+use super::Queue;
+
+/// A lane's numbers, each read on its own: what is damaged says so without
+/// hiding the rest.
+pub struct LaneRead {
+    pub depth: Result<u64, Error>,
+    pub active: Result<i64, Error>,
+    pub limit: Result<Option<i64>, Error>,
+    pub paused: Result<bool, Error>,
+}
+
+impl LaneRead {
+    /// The lane, or the first error met reading it (in the order read).
+    pub fn lane(&self) -> Result<Lane, Error> {
+        Ok(Lane {
+            depth: self.depth.clone()?,
+            active: self.active.clone()?,
+            limit: self.limit.clone()?,
+            paused: self.paused.clone()?,
+            throttled: false,
+        })
+    }
+}
+
+impl<'q> Queue<'q> {
+    /// The lane's numbers: depth, active count, ceiling, paused.
+    pub fn lane(&self, lane: Arg) -> Result<Lane, Error> {
+        self.lane_read(lane).lane()
+    }
+
+    /// The lane's numbers, each read on its own.
+    pub fn lane_read(&self, lane: Arg) -> LaneRead {
+        LaneRead {
+            depth: self.pending_zset(lane.bytes()).map(|z| z.len() as u64),
+            active: self
+                .active()
+                .and_then(|h| stored_int(h, lane, "active count of lane"))
+                .map(|a| a.unwrap_or(0)),
+            limit: self.limits().and_then(|h| stored_int(h, lane, "limit of lane")),
+            paused: self.is_paused(lane),
+        }
+    }
+
+    /// The lane's numbers with `limit` for its ceiling (the stored one is
+    /// not read: it is about to be replaced, and may be damaged).
+    pub fn lane_with_limit(&self, lane: Arg, limit: Option<i64>) -> Result<Lane, Error> {
+        let read = self.lane_read(lane);
+        Ok(Lane {
+            depth: read.depth?,
+            active: read.active?,
+            limit,
+            paused: read.paused?,
+            throttled: false,
+        })
+    }
+}
+
+/// An integer field of a hash: `None` when the field is missing; an error
+/// naming the key and the field when the value is not an integer.
+pub fn stored_int(hash: Key, field: Arg, what: &'static str) -> Result<Option<i64>, Error> {
+    match hash.hash_get(field) {
+        None => Ok(None),
+        Some(v) => parse_i64(v.bytes())
+            .map(Some)
+            .ok_or_else(|| Error::bad_stored(what, field.bytes(), hash.name().bytes(), INTEGER)),
+    }
+}

@@ -1,0 +1,72 @@
+//! A job's row (`P job:<id>`): its state, lane and attempts read in one
+//! call, as the decisions of `model::row` need them.
+
+use crate::ffi::{word, Key, Kind, RStr, Word};
+use crate::model::error::Error;
+use crate::model::layout;
+use crate::model::row::{RowView, State};
+
+use super::Queue;
+
+/// A row as read: the key, and the fields a transition decides on.
+pub struct Row<'q> {
+    pub key: Key<'q>,
+    /// The key exists and is a hash.
+    pub exists: bool,
+    pub state: Option<RStr>,
+    pub group: Option<RStr>,
+    pub attempts: Option<RStr>,
+}
+
+impl Row<'_> {
+    pub fn view(&self) -> RowView<'_> {
+        RowView {
+            exists: self.exists,
+            state: self.state.as_ref().map(RStr::bytes),
+            group: self.group.as_ref().map(RStr::bytes),
+            attempts: self.attempts.as_ref().map(RStr::bytes),
+        }
+    }
+
+    pub fn state(&self) -> Option<State> {
+        self.state.as_ref().and_then(|s| State::parse(s.bytes()))
+    }
+
+    /// The lane the row names (`group`), if any.
+    pub fn lane(&self) -> Option<&[u8]> {
+        self.group.as_ref().map(RStr::bytes)
+    }
+}
+
+impl<'q> Queue<'q> {
+    /// `P job:<id>`, untyped.
+    pub fn row_key(&self, job: &[u8]) -> Result<Key<'q>, Error> {
+        self.ctx.key(&layout::row_parts(self.prefix_bytes, job))
+    }
+
+    /// The row of `job`; `WRONGTYPE` when its key holds another type (what
+    /// the script's `HGET` would answer).
+    pub fn row(&self, job: &[u8]) -> Result<Row<'q>, Error> {
+        let key = self.row_key(job)?.expect(Kind::Hash)?;
+        Ok(read(key))
+    }
+
+    /// The row of `job`, a key of another type read as no row (a claim's
+    /// head: such a key is no job of the lane's).
+    pub fn row_or_none(&self, job: &[u8]) -> Result<Row<'q>, Error> {
+        Ok(read(self.row_key(job)?))
+    }
+}
+
+fn read(key: Key) -> Row {
+    let exists = key.kind() == Kind::Hash;
+    let [state, group, attempts] =
+        key.hash_get_many([word(Word::State), word(Word::Group), word(Word::Attempts)]);
+    Row {
+        key,
+        exists,
+        state,
+        group,
+        attempts,
+    }
+}

@@ -1,0 +1,94 @@
+//! The module's configs (`CONFIG SET emq.<name>`, the config file, the
+//! command line, or `loadmodule … <name> <value>`), registered through the
+//! crate's `redis_module!` (`lib.rs`). Commands read them on the main
+//! thread; atomics and a mutex only make the statics safe to share.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
+use redis_module::{enum_configuration, RedisError, RedisString};
+
+/// `emq.max-claim` (default 1000): the most heads one claim turn serves,
+/// whatever the weight or the depth, so that one call cannot stall the
+/// server (`@gbclaim` and `@gwclaim` have no cap).
+pub static MAX_CLAIM: AtomicI64 = AtomicI64::new(MAX_CLAIM_DEFAULT);
+pub const MAX_CLAIM_DEFAULT: i64 = 1000;
+
+pub fn max_claim() -> i64 {
+    MAX_CLAIM.load(Ordering::Relaxed).max(1)
+}
+
+/// `emq.reap-on-claim`: how many expired leases a claim returns before its
+/// turn (0: none; a queue then needs `EMQ.REAP` or waiting workers' timer).
+pub static REAP_ON_CLAIM: AtomicI64 = AtomicI64::new(REAP_ON_CLAIM_DEFAULT);
+pub const REAP_ON_CLAIM_DEFAULT: i64 = 16;
+
+pub fn reap_on_claim() -> usize {
+    usize::try_from(REAP_ON_CLAIM.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+enum_configuration! {
+    /// `emq.replicate`: `effects` (the default: replicas and AOF readers
+    /// need no module) or `command` (a served claim replicates as one
+    /// `EMQ.TURN`, the clock-free commands as themselves; every reader needs
+    /// the module).
+    #[allow(non_camel_case_types)]
+    pub enum Replicate {
+        effects = 0,
+        command = 1,
+    }
+}
+
+/// The `emq.replicate` value, kept as a flag (read on every claim).
+pub struct ReplicateSetting(AtomicBool);
+
+pub static REPLICATE: ReplicateSetting = ReplicateSetting(AtomicBool::new(false));
+
+pub fn replicate_command() -> bool {
+    REPLICATE.0.load(Ordering::Relaxed)
+}
+
+impl ConfigurationValue<Replicate> for ReplicateSetting {
+    fn get(&self, _: &ConfigurationContext) -> Replicate {
+        if self.0.load(Ordering::Relaxed) {
+            Replicate::command
+        } else {
+            Replicate::effects
+        }
+    }
+
+    fn set(&self, _: &ConfigurationContext, value: Replicate) -> Result<(), RedisError> {
+        self.0
+            .store(matches!(value, Replicate::command), Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// `emq.job-kind` (default `JOB`): the prefix every job id must begin with
+/// (EchoMQ's kind rule; empty admits any id).
+pub struct JobKind(Mutex<Vec<u8>>);
+
+pub static JOB_KIND: JobKind = JobKind(Mutex::new(Vec::new()));
+pub const JOB_KIND_DEFAULT: &str = "JOB";
+
+/// The kind in force (read by ENQUEUE and DELAY).
+pub fn job_kind() -> Vec<u8> {
+    JOB_KIND.0.lock().map(|k| k.clone()).unwrap_or_default()
+}
+
+impl ConfigurationValue<RedisString> for JobKind {
+    fn get(&self, _: &ConfigurationContext) -> RedisString {
+        let kind = self.0.lock().map(|k| k.clone()).unwrap_or_default();
+        RedisString::create_from_slice(std::ptr::null_mut(), &kind)
+    }
+
+    fn set(&self, _: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
+        let mut kind = self
+            .0
+            .lock()
+            .map_err(|_| RedisError::Str("emq.job-kind is unavailable"))?;
+        *kind = value.as_slice().to_vec();
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! What every call shares above the module API: the call itself (context,
+//! replication, counting), the module's configs, its counters and its log of
+//! damage met.
+
+pub mod call;
+pub mod config;
+pub mod replicate;
+pub mod report;
+pub mod stats;
+
+pub use call::Call;

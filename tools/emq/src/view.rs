@@ -1,0 +1,380 @@
+//! What `emq` prints, from figures already read: pure functions, tested
+//! without a server.
+
+use std::fmt::Write;
+
+/// One lane's row. Stored values are shown as stored (a damaged one too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneRow {
+    pub lane: String,
+    /// `ZCARD` of the pending set, or the error reading it gave.
+    pub depth: Result<u64, String>,
+    pub active: Option<String>,
+    pub limit: Option<String>,
+    pub weight: Option<String>,
+    pub paused: Result<bool, String>,
+    /// How many times the ring holds the lane (1 when healthy and
+    /// serviceable; 2 or more only after outside damage).
+    pub ringed: usize,
+}
+
+/// `EMQ.QUEUE`'s figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub ringed: i64,
+    pub paused: i64,
+    /// The whole queue is paused (`P meta` `paused`).
+    pub queue_paused: bool,
+    /// EchoMQ's flat queue (`P pending`): jobs with no lane.
+    pub flat: i64,
+    pub leased: i64,
+    pub expired: i64,
+    pub next_deadline: Option<i64>,
+    pub scheduled: i64,
+    pub due: i64,
+    pub next_due: Option<i64>,
+    pub dead: i64,
+    /// As stored (a damaged one shown as it is).
+    pub max_stalled: Option<String>,
+    pub completed: i64,
+    pub failed: i64,
+}
+
+/// Unreadable pending sets first (they need an operator), then deepest
+/// first; ties by name, so that a refresh does not reorder them.
+pub fn sort_by_depth(rows: &mut [LaneRow]) {
+    let rank = |r: &LaneRow| match r.depth {
+        Err(_) => u64::MAX,
+        Ok(d) => d.min(u64::MAX - 1),
+    };
+    rows.sort_by(|a, b| rank(b).cmp(&rank(a)).then_with(|| a.lane.cmp(&b.lane)));
+}
+
+/// `12345678` as `12,345,678`.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A duration in ms as `850ms`, `12.3s`, `4m05s`, `3h12m`, `2d04h`.
+pub fn duration(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    let s = ms / 1000;
+    let body = if ms < 1000 {
+        format!("{ms}ms")
+    } else if s < 60 {
+        format!("{}.{}s", s, (ms % 1000) / 100)
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else if s < 86_400 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600)
+    };
+    format!("{sign}{body}")
+}
+
+/// Stored bytes (a name, a damaged value) as text a terminal shows
+/// literally: ASCII control characters (an escape sequence would redraw the
+/// screen) and bytes that are not UTF-8 as `\xNN`; other control and
+/// invisible characters (C1 controls, zero-width and direction marks) as
+/// `\u{NNNN}`; a backslash as `\\` — so two different names never look
+/// alike.
+pub fn printable(name: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len());
+    for chunk in name.utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            match ch {
+                '\\' => out.push_str("\\\\"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c if c.is_control() || invisible(c) => out.extend(c.escape_unicode()),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// Characters that print as nothing, or reorder what follows: zero-width
+/// spaces and joiners, direction marks and overrides, the byte-order mark.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}')
+}
+
+/// `name` cut to `width` characters, with `…` when cut.
+fn fit(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_string();
+    }
+    let mut out: String = name.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+const HEADER: [&str; 6] = ["DEPTH", "ACTIVE/LIMIT", "WEIGHT", "PAUSED", "RINGED", "LANE"];
+
+/// The lanes table: a header and one line per row (the lane name last, so
+/// that a long one costs only its own column).
+pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
+    let numbers = |r: &LaneRow| {
+        [
+            match &r.depth {
+                Ok(d) => thousands(*d as i64),
+                Err(e) => e.clone(),
+            },
+            format!(
+                "{}/{}",
+                r.active.as_deref().unwrap_or("0"),
+                r.limit.as_deref().unwrap_or("-")
+            ),
+            r.weight.clone().unwrap_or_else(|| "1".into()),
+            match &r.paused {
+                Ok(true) => "yes".into(),
+                Ok(false) => "no".into(),
+                Err(e) => e.clone(),
+            },
+            match r.ringed {
+                0 => "no".to_string(),
+                1 => "yes".to_string(),
+                n => format!("{n}x"),
+            },
+        ]
+    };
+    let cells: Vec<[String; 5]> = rows.iter().map(numbers).collect();
+    let mut w = [0; 5];
+    for (i, h) in HEADER[..5].iter().enumerate() {
+        w[i] = cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(h.len());
+    }
+    let used: usize = w.iter().map(|x| x + 2).sum();
+    let name_width = width.saturating_sub(used).max(8);
+    let line = |c: [&str; 5], name: &str| {
+        let mut s = String::new();
+        for (i, cell) in c.iter().enumerate() {
+            let _ = write!(s, "{cell:>w$}  ", w = w[i]);
+        }
+        s.push_str(&fit(name, name_width));
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(
+        [HEADER[0], HEADER[1], HEADER[2], HEADER[3], HEADER[4]],
+        HEADER[5],
+    )];
+    for (row, c) in rows.iter().zip(&cells) {
+        out.push(line([&c[0], &c[1], &c[2], &c[3], &c[4]], &row.lane));
+    }
+    out
+}
+
+/// The queue's figures in two lines. `now` is the server's clock (ms);
+/// `rate` the jobs claimed per second on the server since the last frame.
+pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Vec<String> {
+    let when = |at: Option<i64>, past: &str| match at {
+        Some(d) if d <= now => format!("{past} {} ago", duration(now - d)),
+        Some(d) => format!("in {}", duration(d - now)),
+        None => "none".into(),
+    };
+    let paused = if t.queue_paused { "   QUEUE PAUSED" } else { "" };
+    vec![
+        format!(
+            "lanes {}   ringed {}   paused {}   leased {}   expired {}   dead {}{paused}",
+            thousands(lanes as i64),
+            thousands(t.ringed),
+            thousands(t.paused),
+            thousands(t.leased),
+            thousands(t.expired),
+            thousands(t.dead),
+        ),
+        format!(
+            "scheduled {}   due {}   flat {}   completed {}   failed {}   max-stalled {}",
+            thousands(t.scheduled),
+            thousands(t.due),
+            thousands(t.flat),
+            thousands(t.completed),
+            thousands(t.failed),
+            match t.max_stalled.as_deref() {
+                None => "none".into(),
+                Some(v) => v
+                    .parse::<i64>()
+                    .map_or_else(|_| format!("{v} (damaged)"), thousands),
+            },
+        ),
+        format!(
+            "server: {} jobs/s claimed   next lease deadline {}   next due {}",
+            rate.map_or("-".into(), |r| thousands(r.round() as i64)),
+            when(t.next_deadline, "expired"),
+            when(t.next_due, "due"),
+        ),
+    ]
+}
+
+/// One frame of `emq top` for a terminal of `height` × `width`: title,
+/// totals, the deepest lanes that fit, and how many did not.
+pub fn top_frame(
+    title: &str,
+    rows: &[LaneRow],
+    totals: &Totals,
+    now: i64,
+    rate: Option<f64>,
+    height: usize,
+    width: usize,
+) -> Vec<String> {
+    let mut out = vec![fit(title, width), String::new()];
+    out.extend(totals_lines(rows.len(), totals, now, rate));
+    out.push(String::new());
+    // Title, blank, three totals, blank, header, the "more" line.
+    let room = height.saturating_sub(8).max(1);
+    let shown = rows.len().min(room);
+    out.extend(lanes_table(&rows[..shown], width));
+    if rows.len() > shown {
+        out.push(format!(
+            "… {} more lanes (deepest first)",
+            thousands((rows.len() - shown) as i64)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(lane: &str, depth: u64) -> LaneRow {
+        LaneRow {
+            lane: lane.into(),
+            depth: Ok(depth),
+            active: None,
+            limit: None,
+            weight: None,
+            paused: Ok(false),
+            ringed: 1,
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(-1234567), "-1,234,567");
+        assert_eq!(duration(850), "850ms");
+        assert_eq!(duration(12_345), "12.3s");
+        assert_eq!(duration(245_000), "4m05s");
+        assert_eq!(duration(3 * 3_600_000 + 12 * 60_000), "3h12m");
+        assert_eq!(duration(-1500), "-1.5s");
+    }
+
+    #[test]
+    fn deepest_first_then_by_name() {
+        let mut rows = vec![row("b", 1), row("a", 1), row("c", 9), row("z", 0)];
+        rows[3].depth = Err("WRONGTYPE".into());
+        sort_by_depth(&mut rows);
+        let names: Vec<&str> = rows.iter().map(|r| r.lane.as_str()).collect();
+        assert_eq!(names, ["z", "c", "a", "b"]);
+    }
+
+    #[test]
+    fn a_table_shows_stored_values_and_defaults() {
+        let mut r = row("tenant-with-a-long-name", 12_004);
+        r.active = Some("3".into());
+        r.limit = Some("4".into());
+        r.paused = Ok(true);
+        r.ringed = 2;
+        let mut damaged = row("x", 0);
+        damaged.weight = Some("abc".into());
+        damaged.ringed = 0;
+        let t = lanes_table(&[r, damaged], 60);
+        assert_eq!(t[0], " DEPTH  ACTIVE/LIMIT  WEIGHT  PAUSED  RINGED  LANE");
+        assert_eq!(
+            t[1],
+            "12,004           3/4       1     yes      2x  tenant-with-a…"
+        );
+        assert_eq!(t[2], "     0           0/-     abc      no      no  x");
+
+        let mut wrong = row("w", 0);
+        wrong.depth = Err("WRONGTYPE".into());
+        wrong.paused = Err("WRONGTYPE".into());
+        let t = lanes_table(&[wrong], 80);
+        assert_eq!(t[1], "WRONGTYPE           0/-       1  WRONGTYPE     yes  w");
+    }
+
+    #[test]
+    fn names_cannot_drive_the_terminal() {
+        assert_eq!(printable(b"plain-\xc3\xa9"), "plain-\u{e9}");
+        assert_eq!(printable(b"a\x1b[2Jb\n"), "a\\x1b[2Jb\\x0a");
+        assert_eq!(printable("x\u{85}".as_bytes()), "x\\u{85}");
+        // Bytes that are not UTF-8 keep their value: two such names differ.
+        assert_eq!(printable(b"\xff\xfe"), "\\xff\\xfe");
+        assert_ne!(printable(b"\xff\xfe"), printable(b"\xfe\xff"));
+        // A backslash is escaped, so no name can look like an escape.
+        assert_eq!(printable(b"\\x1b"), "\\\\x1b");
+        assert_ne!(printable(b"\\x1b"), printable(b"\x1b"));
+        // A C1 control is a character, not a byte: it cannot pass for one.
+        assert_ne!(printable("c1\u{9b}31m".as_bytes()), printable(b"c1\x9b31m"));
+        // Invisible and reordering characters show.
+        assert_eq!(printable("ok\u{200b}".as_bytes()), "ok\\u{200b}");
+        assert!(!printable("a\u{202e}b".as_bytes()).contains('\u{202e}'));
+    }
+
+    #[test]
+    fn damaged_values_and_times_are_shown_as_damaged() {
+        let mut bad = row("b", 1);
+        bad.active = Some(printable(b"\x1b[2J"));
+        let t = lanes_table(&[bad], 80);
+        assert!(!t[1].contains('\x1b'), "{}", t[1]);
+        let totals = Totals {
+            max_stalled: Some("abc".into()),
+            ..Totals::default()
+        };
+        assert!(totals_lines(1, &totals, 0, None)[1].ends_with("max-stalled abc (damaged)"));
+        let paused = Totals {
+            queue_paused: true,
+            ..Totals::default()
+        };
+        assert!(totals_lines(1, &paused, 0, None)[0].ends_with("QUEUE PAUSED"));
+    }
+
+    #[test]
+    fn a_frame_fits_the_terminal_and_says_what_it_left_out() {
+        let rows: Vec<LaneRow> = (0..100).map(|i| row(&format!("l{i}"), 100 - i)).collect();
+        let t = Totals {
+            leased: 5,
+            next_deadline: Some(10_500),
+            ..Totals::default()
+        };
+        let f = top_frame("emq top", &rows, &t, 10_000, Some(1234.4), 20, 80);
+        assert_eq!(f.len(), 20);
+        assert!(f[2].starts_with("lanes 100   ringed 0"), "{}", f[2]);
+        assert!(f[3].starts_with("scheduled 0   due 0"), "{}", f[3]);
+        assert_eq!(
+            f[4],
+            "server: 1,234 jobs/s claimed   next lease deadline in 500ms   next due none"
+        );
+        assert!(f[7].ends_with("l0") && f[7].contains("100"), "{}", f[7]);
+        assert_eq!(f[19], "… 88 more lanes (deepest first)");
+        let all = top_frame("emq top", &rows[..3], &t, 11_000, None, 20, 80);
+        assert_eq!(all.len(), 10, "no 'more' line when every lane fits");
+        assert!(all[4].contains("- jobs/s") && all[4].contains("expired 500ms ago"));
+        assert!(f.iter().all(|l| l.chars().count() <= 100), "fits 100 columns");
+    }
+}
