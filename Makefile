@@ -10,7 +10,7 @@ deps:
 	@scripts/deps.sh build
 
 build: deps
-	cargo build --release --locked --lib --bins --examples
+	cargo build --release --locked --workspace --lib --bins --examples
 
 run: build
 	@server=$$(scripts/servers.sh valkey9); cli=$$(scripts/servers.sh cli); \
@@ -27,11 +27,11 @@ SERVERS ?= valkey9 valkey8 redis7
 # Valkey 9.1, Valkey 8.1 and Redis 7.0.
 test: build
 	@scripts/deps.sh tmux
-	cargo test --release --locked --lib --bins
+	cargo test --release --locked --workspace --lib --bins
 	@for s in $(SERVERS); do \
 	  server=$$(scripts/servers.sh $$s) || exit 1; \
 	  echo "== integration tests on $$s ($$server)"; \
-	  EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$server" cargo test --release --locked --test '*' || exit 1; \
+	  EMQ_MODULE="$(MODULE)" EMQ_SERVER="$$server" cargo test --release --locked -p emq-lanes --test '*' || exit 1; \
 	done
 
 # Native vs Lua on one server: a table on stdout, bench/report.json and
@@ -49,7 +49,8 @@ bench-peers: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" EMQ_PEERS_NODE_MODULES="$$dir/node_modules" \
 	  cargo bench --locked --bench peers; status=$$?; rm -rf "$$dir"; exit $$status
 
-# criterion: the pure scheduling logic and a live claim+nack round trip.
+# criterion: the pure scheduling logic and a live claim → COMPLETE →
+# ENQUEUE round trip, native and twin.
 criterion: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
 
@@ -59,7 +60,7 @@ SCENARIO ?= WCLAIM K=1, 100 lanes
 profile: build
 	@scripts/deps.sh valgrind
 	scripts/profile.sh "$(SCENARIO)" emq::commands::claim::wclaim evalShaCommand \
-	  lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
+	  lmoveCommand zpopminCommand hincrbyCommand hsetCommand hgetCommand zaddCommand
 
 # Instructions per native claim against bench/perf-budget (callgrind,
 # deterministic): fails when a change takes one more than 5% over budget.
@@ -74,12 +75,12 @@ memcheck: build
 	scripts/memcheck.sh
 
 unit:
-	cargo test --release --locked --lib
+	cargo test --release --locked --workspace --lib
 
 lint: deps
 	@scripts/deps.sh lint
-	cargo fmt --check
-	cargo clippy --release --locked --all-targets -- -D warnings
+	cargo fmt --all --check
+	cargo clippy --release --locked --workspace --all-targets -- -D warnings
 
 clean:
 	cargo clean

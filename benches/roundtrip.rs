@@ -1,29 +1,51 @@
-//! A live-server round trip: claim one job and give it back (NACK), native
-//! commands vs the Lua twins, on one server this bench starts. The state is
-//! the same after every iteration, so the two stay comparable.
+//! A live-server round trip: claim one job, complete it and enqueue it
+//! again, native commands vs the Lua twins called as EchoMQ's host calls
+//! them, on one server this bench starts. The state is the same after every
+//! iteration (the ring rotated by one), so the two stay comparable.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::{Server, Twins, Value};
 use criterion::{criterion_group, criterion_main, Criterion};
+use support::twins::{native_command, Twins};
+use support::{Conn, Server, Value};
 
-/// Builds the NACK of a claimed job from its token and id.
-type Nack<'a> = &'a dyn Fn(i64, &[u8]) -> Vec<Vec<u8>>;
+/// Runs `EMQ.<name> args…` natively or as the twin.
+fn run(c: &mut Conn, twins: &Twins, native: bool, name: &str, args: &[&[u8]]) -> Value {
+    let reply = if native {
+        let cmd = native_command(name, args);
+        c.call(&cmd.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    } else {
+        twins.like_native(c, name, args)
+    };
+    reply.unwrap_or_else(|e| panic!("{name}: {e}"))
+}
 
-fn claim_and_nack(c: &mut redis::Connection, claim: &[Vec<u8>], nack: Nack) {
-    let reply = common::call(c, &common::refs(claim));
-    let Value::Array(v) = reply.value() else {
-        panic!("{reply:?}")
+fn claim_and_give_back(c: &mut Conn, twins: &Twins, native: bool, p: &[u8], verb: &str) {
+    let reply = run(c, twins, native, verb, &[p, b"60000"]);
+    let job = match verb {
+        "claim" => reply.items().to_vec(),
+        _ => reply.items()[0].items().to_vec(),
     };
-    let (Value::Int(token), Value::BulkString(job)) = (&v[1], &v[2]) else {
-        panic!("{v:?}")
-    };
-    let back = nack(*token, job);
-    assert_eq!(
-        common::call(c, &common::refs(&back)),
-        common::Reply::Ok(Value::Int(1))
+    let (id, payload, attempts, lane) = (
+        job[0].text(),
+        job[1].text(),
+        job[2].int().to_string(),
+        job[3].text(),
     );
+    assert_eq!(
+        run(
+            c,
+            twins,
+            native,
+            "complete",
+            &[p, id.as_bytes(), attempts.as_bytes()]
+        )
+        .int(),
+        1
+    );
+    let again = [p, lane.as_bytes(), id.as_bytes(), payload.as_bytes()];
+    assert_eq!(run(c, twins, native, "enqueue", &again).int(), 1);
 }
 
 fn bench(cr: &mut Criterion) {
@@ -33,30 +55,17 @@ fn bench(cr: &mut Criterion) {
     for p in ["n{q}:", "l{q}:"] {
         for lane in 0..100 {
             let l = format!("l{lane}");
-            common::cmd(
-                &mut c,
-                &["EMQ.ENQUEUE", p, &l, "1", &format!("{l}a"), "2", &format!("{l}b")],
-            );
+            let (a, b) = (format!("JOB-{l}-a"), format!("JOB-{l}-b"));
+            c.ok(&["EMQ.ENQUEUE", p, &l, &a, "x", &b, "y"]);
         }
     }
-    let mut group = cr.benchmark_group("claim+nack round trip, 100 lanes");
+    let mut group = cr.benchmark_group("claim, complete, enqueue round trip, 100 lanes");
     for verb in ["claim", "wclaim"] {
-        let native_claim = common::native_command(verb, &[b"n{q}:", b"60000"]);
-        group.bench_function(format!("native {verb}"), |b| {
-            b.iter(|| {
-                claim_and_nack(&mut c, &native_claim, &|t, job| {
-                    common::native_command("nack", &[b"n{q}:", t.to_string().as_bytes(), job])
-                })
-            })
-        });
-        let lua_claim = twins.command(verb, &[b"l{q}:", b"60000"]);
-        group.bench_function(format!("lua {verb}"), |b| {
-            b.iter(|| {
-                claim_and_nack(&mut c, &lua_claim, &|t, job| {
-                    twins.command("nack", &[b"l{q}:", t.to_string().as_bytes(), job])
-                })
-            })
-        });
+        for (native, p, side) in [(true, b"n{q}:", "native"), (false, b"l{q}:", "lua")] {
+            group.bench_function(format!("{side} {verb}"), |b| {
+                b.iter(|| claim_and_give_back(&mut c, &twins, native, p, verb))
+            });
+        }
     }
     group.finish();
 }

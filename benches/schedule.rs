@@ -1,8 +1,9 @@
 //! The pure scheduling logic, without a server: what a turn costs to decide.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use emq::args::parse_i64;
-use emq::schedule::{head_turn, leaves_after, ring_change, serve_count, take_heads, Head, Lane};
+use emq::model::grammar::parse_i64;
+use emq::model::row::{head_fate, RowView};
+use emq::model::schedule::{head_turn, leaves_after, ring_change, serve_count, ClaimKind, Head, Lane};
 
 fn bench(c: &mut Criterion) {
     let lane = Lane {
@@ -10,6 +11,7 @@ fn bench(c: &mut Criterion) {
         active: 3,
         limit: Some(8),
         paused: false,
+        throttled: false,
     };
     let head = Head {
         name_empty: false,
@@ -19,14 +21,20 @@ fn bench(c: &mut Criterion) {
         active: Ok(Some(3)),
         paused: false,
     };
+    let row = RowView {
+        exists: true,
+        state: Some(b"pending"),
+        group: Some(b"tenant-a"),
+        attempts: Some(b"2"),
+    };
     c.bench_function("serve_count", |b| {
         b.iter(|| serve_count(black_box(5), black_box(40), black_box(Some(8)), black_box(3)))
     });
     c.bench_function("head_turn", |b| {
-        b.iter(|| head_turn(black_box(&head), black_box(1000)))
+        b.iter(|| head_turn(black_box(&head), black_box(ClaimKind::Weighted), black_box(1000)))
     });
-    c.bench_function("take_heads", |b| {
-        b.iter(|| take_heads(black_box(5), black_box([false, true, false, false, false, false])))
+    c.bench_function("head_fate", |b| {
+        b.iter(|| head_fate(black_box(b"tenant-a"), black_box(&row)))
     });
     c.bench_function("leaves_after", |b| {
         b.iter(|| leaves_after(black_box(&lane), black_box(5), black_box(5)))

@@ -14,12 +14,13 @@ printf '#!/bin/sh\nexec valgrind --leak-check=full --show-leak-kinds=definite --
 chmod +x "$logs/server"
 status=0
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked \
-  --test claim --test lifecycle --test errors --test robustness --test replicate_command --test trust --test operate -- --test-threads=2 --skip 100000_lane || status=$?
+  --test claims --test lanes --test transitions --test sweeps --test errors --test robustness \
+  --test damage --test operator --test trust -- --test-threads=2 --skip 100000_lane || status=$?
 # Blocked clients and the expiry timer: the tests whose outcome does not
 # hang on how fast the server runs.
-EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test blocking --test leases -- \
-  --test-threads=2 never_blocks a_killed_or_unblocked bad_block_arguments unserviceable_head_lanes \
-  can_serve_nothing no_client_waits a_served_waiter_replicates no_timer_outlives \
-  in_the_waiters_database revive_wakes_a_waiter a_replica_never_runs_the_timer || status=$?
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test blocking --test timer -- \
+  --test-threads=2 never_blocks a_killed_or_unblocked bad_block_arguments can_serve_nothing \
+  no_client_waits mending_a_skipped_lane no_timer_outlives in_the_waiters_database \
+  a_replica_never_runs_the_timer writes_nothing_while_writes_are_paused || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"

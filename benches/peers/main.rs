@@ -3,14 +3,14 @@
 //! Node), on the same Valkey 9.1 that this bench starts. The same lifecycle
 //! for both — add a job, a worker takes it, completes it — with jobs added in
 //! batches of 8 and workers waiting without polling (emq: 4 workers, WCLAIM
-//! of weight 8 with BLOCK, ACK of the 8 under their token; BullMQ: a Worker
+//! of weight 8 with BLOCK, COMPLETE of each with its attempts; BullMQ: a Worker
 //! of concurrency 8). Measured: the server's time per job (`INFO
 //! commandstats` µs summed over every command, divided by the jobs), its
 //! CPU (user + sys) per job, jobs per second, and `MEMORY USAGE` per
 //! waiting job. Output: a table, and `bench/peers.json`.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+#[path = "../../tests/support/mod.rs"]
+mod support;
 // Shared with the report; not all of it is used here.
 #[allow(dead_code)]
 #[path = "../report/drive.rs"]
@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Server, Value};
 use drive::*;
+use support::{Conn, Server, Value};
 
 const JOBS: usize = 24_000;
 const WAITING: usize = 10_000;
@@ -58,7 +58,7 @@ fn main() {
         std::env::var("EMQ_PEERS_NODE_MODULES").expect("EMQ_PEERS_NODE_MODULES: run `make bench-peers`");
     let server = Server::start();
     let mut c = server.conn();
-    let version = common::info_text(&mut c, "server", "valkey_version").unwrap_or_default();
+    let version = support::info_field(&mut c, "server", "valkey_version").unwrap_or_default();
 
     let emq = emq(&server, &mut c);
     let bull = bullmq(&server, &mut c, &node_modules);
@@ -95,82 +95,71 @@ fn main() {
 
 /// emq: one producer adding 8 jobs per ENQUEUE (one round trip each, as
 /// BullMQ's addBulk), four workers claiming 8 at a time with BLOCK and
-/// ACKing them under their token.
-fn emq(server: &Server, c: &mut redis::Connection) -> Result {
+/// completing them in one pipelined round trip. Payloads are `{}`, as
+/// BullMQ's job data here.
+fn emq(server: &Server, c: &mut Conn) -> Result {
     flush(c);
     let weights: Vec<Cmd> = (0..100)
-        .map(|i| args(&["EMQ.WEIGHT", P, &format!("lane{i}"), "8"]))
+        .map(|i| args(&["EMQ.WEIGHT", P, &format!("l{i}"), "8"]))
         .collect();
     send(c, &weights);
     reset_stats(c);
     let cpu0 = server_cpu(c);
-    let acked = Arc::new(AtomicU64::new(0));
+    let completed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
     let workers: Vec<_> = (0..4)
         .map(|_| {
             let mut w = server.conn();
-            let (acked, stop) = (acked.clone(), stop.clone());
+            let (completed, stop) = (completed.clone(), stop.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let reply: Value = redis::cmd("EMQ.WCLAIM")
-                        .arg(P)
-                        .arg(60_000)
-                        .arg("BLOCK")
-                        .arg(100)
-                        .query(&mut w)
-                        .unwrap();
-                    let Value::Array(turn) = reply else { continue };
-                    let (Some(Value::Int(token)), true) = (turn.get(1), turn.len() > 2) else {
-                        continue;
-                    };
-                    let jobs: Vec<String> = turn[2..].iter().map(common::text).collect();
-                    let n: u64 = redis::cmd("EMQ.ACK")
-                        .arg(P)
-                        .arg(*token)
-                        .arg(&jobs)
-                        .query(&mut w)
-                        .unwrap();
-                    acked.fetch_add(n, Ordering::Relaxed);
+                    let reply = w.ok(&["EMQ.WCLAIM", P, "60000", "BLOCK", "100"]);
+                    let completes: Vec<Cmd> = jobs(&reply)
+                        .iter()
+                        .map(|(id, attempts)| args(&["EMQ.COMPLETE", P, id, attempts]))
+                        .collect();
+                    let (done, _) = send(&mut w, &completes);
+                    let n = done.iter().filter(|v| **v == Value::Int(1)).count();
+                    completed.fetch_add(n as u64, Ordering::Relaxed);
                 }
             })
         })
         .collect();
-    for i in (0..JOBS).step_by(8) {
-        let mut enqueue = redis::cmd("EMQ.ENQUEUE");
-        enqueue.arg(P).arg(format!("lane{}", (i / 8) % 100));
-        for j in i..(i + 8).min(JOBS) {
-            enqueue.arg(j).arg(format!("j{j}"));
-        }
-        let _: i64 = enqueue.query(c).unwrap();
-    }
-    while acked.load(Ordering::Relaxed) < JOBS as u64 {
+    send(c, &enqueues(JOBS));
+    while completed.load(Ordering::Relaxed) < JOBS as u64 {
         std::thread::sleep(Duration::from_millis(1));
     }
     let seconds = start.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for w in workers {
-        let _ = w.join();
+        w.join().expect("a worker");
     }
     let usec: u64 = commandstats(c).values().map(|(_, usec)| usec).sum();
     let cpu = server_cpu(c) - cpu0;
 
     flush(c);
-    let mut adds = Vec::new();
-    for i in (0..WAITING).step_by(8) {
-        let mut enqueue = args(&["EMQ.ENQUEUE", P, &format!("lane{}", (i / 8) % 100)]);
-        for j in i..(i + 8).min(WAITING) {
-            enqueue.extend([j.to_string().into_bytes(), format!("j{j}").into_bytes()]);
-        }
-        adds.push(enqueue);
-    }
-    send(c, &adds);
+    send(c, &enqueues(WAITING));
     let bytes = memory(c, &format!("{P}*"));
     Result::of("emq", usec, cpu, seconds, bytes)
 }
 
+/// `n` jobs, 8 per ENQUEUE, over 100 lanes.
+fn enqueues(n: usize) -> Vec<Cmd> {
+    (0..n)
+        .step_by(8)
+        .map(|i| {
+            let mut enqueue = args(&["EMQ.ENQUEUE", P, &format!("l{}", (i / 8) % 100)]);
+            for j in i..(i + 8).min(n) {
+                enqueue.extend([format!("j{j}").into_bytes(), b"{}".to_vec()]);
+            }
+            enqueue
+        })
+        .collect()
+}
+
 /// BullMQ through its own client (`bullmq.cjs`).
-fn bullmq(server: &Server, c: &mut redis::Connection, node_modules: &str) -> Result {
+fn bullmq(server: &Server, c: &mut Conn, node_modules: &str) -> Result {
     let run = |jobs: usize, mode: &str| -> String {
         let out = Command::new("node")
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/bullmq.cjs"))

@@ -1,10 +1,12 @@
 //! Driving a server and reading what it measured: pipelined sends, `INFO
-//! commandstats`, server CPU, memory. No scenario logic here.
+//! commandstats`, server CPU, memory; each side of a scenario (native, or
+//! the twin as EchoMQ's host calls it). No scenario logic here.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::common::{self, Value};
+use super::support::twins::{native_command, Host, Twins};
+use super::support::{info_field, Conn, Value};
 
 /// Commands per pipeline write.
 pub const DEPTH: usize = 64;
@@ -15,28 +17,56 @@ pub fn args(parts: &[&str]) -> Cmd {
     parts.iter().map(|p| p.as_bytes().to_vec()).collect()
 }
 
-/// Sends `cmds` pipelined, `DEPTH` at a time; returns the replies and the time.
-pub fn send(c: &mut redis::Connection, cmds: &[Cmd]) -> (Vec<Value>, Duration) {
+/// Sends `cmds` pipelined, `DEPTH` at a time; returns the replies and the
+/// time. An error reply is a broken bench: it panics.
+pub fn send(c: &mut Conn, cmds: &[Cmd]) -> (Vec<Value>, Duration) {
     let start = Instant::now();
     let mut replies = Vec::with_capacity(cmds.len());
     for chunk in cmds.chunks(DEPTH) {
-        let mut pipe = redis::pipe();
-        for cmd in chunk {
-            let mut command = redis::cmd(std::str::from_utf8(&cmd[0]).unwrap());
-            for a in &cmd[1..] {
-                command.arg(a.as_slice());
-            }
-            pipe.add_command(command);
+        for (cmd, reply) in chunk.iter().zip(c.pipeline(chunk).expect("pipeline")) {
+            replies.push(reply.unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(&cmd[0]))));
         }
-        let got: Vec<Value> = pipe.query(c).expect("pipeline");
-        replies.extend(got);
     }
     (replies, start.elapsed())
 }
 
+/// One side of a scenario: the native commands, or the twins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Native,
+    Lua,
+}
+
+impl Side {
+    /// The server's commandstats names of this side's calls for `verbs`.
+    pub fn stats(self, verbs: &[&str]) -> Vec<String> {
+        match self {
+            Side::Native => verbs.iter().map(|v| format!("emq.{v}")).collect(),
+            Side::Lua => vec!["evalsha".to_string()],
+        }
+    }
+
+    /// The calls that run `EMQ.<name> p rest…` on this side (a twin's
+    /// ENQUEUE of several pairs is one script call per pair, as the host's).
+    /// A claim's twin is built once per scenario: the host's read of `P
+    /// meta` before it is not measured, so the twin's side counts the
+    /// script alone.
+    pub fn calls(self, c: &mut Conn, twins: &Twins, name: &str, p: &str, rest: &[&str]) -> Vec<Cmd> {
+        let mut a: Vec<&[u8]> = vec![p.as_bytes()];
+        a.extend(rest.iter().map(|s| s.as_bytes()));
+        match self {
+            Side::Native => vec![native_command(name, &a)],
+            Side::Lua => match twins.host(c, name, &a) {
+                Host::Calls(calls) => calls,
+                Host::Answer(_) => panic!("{name}: the queue is paused"),
+            },
+        }
+    }
+}
+
 /// `INFO commandstats`: command → (calls, usec).
-pub fn commandstats(c: &mut redis::Connection) -> BTreeMap<String, (u64, u64)> {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+pub fn commandstats(c: &mut Conn) -> BTreeMap<String, (u64, u64)> {
+    let info = c.ok(&["INFO", "commandstats"]).text();
     let mut out = BTreeMap::new();
     for line in info.lines() {
         let Some((name, fields)) = line.strip_prefix("cmdstat_").and_then(|r| r.split_once(':')) else {
@@ -54,40 +84,43 @@ pub fn commandstats(c: &mut redis::Connection) -> BTreeMap<String, (u64, u64)> {
     out
 }
 
-pub fn reset_stats(c: &mut redis::Connection) {
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(c).unwrap();
+pub fn reset_stats(c: &mut Conn) {
+    c.ok(&["CONFIG", "RESETSTAT"]);
 }
 
-pub fn flush(c: &mut redis::Connection) {
-    let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(c).unwrap();
+pub fn flush(c: &mut Conn) {
+    c.ok(&["FLUSHALL", "SYNC"]);
 }
 
-pub fn set_config(c: &mut redis::Connection, name: &str, value: &str) {
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(name)
-        .arg(value)
-        .query(c)
-        .unwrap();
+pub fn set_config(c: &mut Conn, name: &str, value: &str) {
+    c.ok(&["CONFIG", "SET", name, value]);
 }
 
-/// Jobs served by claim replies (`[lane, deadline, job…]`).
+/// The jobs of a claim reply, `(id, attempts)`: CLAIM's one flat job, or
+/// WCLAIM's and BCLAIM's list of jobs.
+pub fn jobs(reply: &Value) -> Vec<(String, String)> {
+    let items = reply.items();
+    match items.first() {
+        None => Vec::new(),
+        Some(Value::Array(_)) => items
+            .iter()
+            .map(|j| (j.items()[0].text(), j.items()[2].text()))
+            .collect(),
+        Some(_) => vec![(items[0].text(), items[2].text())],
+    }
+}
+
+/// Jobs served by claim replies.
 pub fn served(replies: &[Value]) -> u64 {
-    replies
-        .iter()
-        .map(|r| match r {
-            Value::Array(v) if v.len() > 2 => (v.len() - 2) as u64,
-            _ => 0,
-        })
-        .sum()
+    replies.iter().map(|r| jobs(r).len() as u64).sum()
 }
 
 /// The server's CPU (user + sys) so far, seconds.
-pub fn server_cpu(c: &mut redis::Connection) -> f64 {
+pub fn server_cpu(c: &mut Conn) -> f64 {
     ["used_cpu_user", "used_cpu_sys"]
         .iter()
         .map(|f| {
-            common::info_text(c, "cpu", f)
+            info_field(c, "cpu", f)
                 .and_then(|v| v.parse::<f64>().ok())
                 .unwrap_or(0.0)
         })
@@ -95,17 +128,17 @@ pub fn server_cpu(c: &mut redis::Connection) -> f64 {
 }
 
 /// Bytes held by the keys matching `pattern` (`MEMORY USAGE … SAMPLES 0`).
-pub fn memory(c: &mut redis::Connection, pattern: &str) -> u64 {
-    let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query(c).unwrap();
-    if keys.is_empty() {
-        return 0;
-    }
-    let mut pipe = redis::pipe();
-    for k in &keys {
-        pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
-    }
-    let sizes: Vec<Option<u64>> = pipe.query(c).unwrap();
-    sizes.into_iter().flatten().sum()
+pub fn memory(c: &mut Conn, pattern: &str) -> u64 {
+    let keys = c.ok(&["KEYS", pattern]).texts();
+    let cmds: Vec<Cmd> = keys
+        .iter()
+        .map(|k| args(&["MEMORY", "USAGE", k, "SAMPLES", "0"]))
+        .collect();
+    send(c, &cmds)
+        .0
+        .iter()
+        .map(|v| if let Value::Int(n) = v { *n as u64 } else { 0 })
+        .sum()
 }
 
 /// Server time and jobs of one side of a scenario, summed over its blocks.
@@ -123,12 +156,12 @@ impl Tally {
     pub fn add(
         &mut self,
         stats: &BTreeMap<String, (u64, u64)>,
-        names: &[&str],
+        names: &[String],
         jobs: u64,
         elapsed: Duration,
     ) {
         for n in names {
-            if let Some((calls, usec)) = stats.get(*n) {
+            if let Some((calls, usec)) = stats.get(n) {
                 self.calls += calls;
                 self.usec += usec;
             }
@@ -144,4 +177,26 @@ impl Tally {
     pub fn per_job(&self) -> f64 {
         self.usec as f64 / self.jobs.max(1) as f64
     }
+}
+
+/// `EMQ_BENCH_ONLY=<part of a scenario name>` (or `=<the whole name>`) runs
+/// the matching scenarios.
+pub fn selected(name: &str) -> bool {
+    std::env::var("EMQ_BENCH_ONLY").map_or(true, |only| match only.strip_prefix('=') {
+        Some(exact) => name == exact,
+        None => name.contains(&only),
+    })
+}
+
+/// `EMQ_BENCH_NATIVE_ONLY=1` skips the Lua blocks and the floors (for
+/// profiling the native command alone).
+pub fn native_only() -> bool {
+    std::env::var("EMQ_BENCH_NATIVE_ONLY").is_ok_and(|v| v == "1")
+}
+
+/// Whether the floors run: not when only the native blocks do, unless
+/// `EMQ_BENCH_FLOORS=1` (for profiling the floor's core commands without
+/// the twins', which run the same commands).
+pub fn floors() -> bool {
+    !native_only() || std::env::var("EMQ_BENCH_FLOORS").is_ok_and(|v| v == "1")
 }

@@ -1,24 +1,34 @@
-//! `make bench`: the native commands against their Lua twins on one server
-//! that this bench starts, in one run; figures from the server's own `INFO
-//! commandstats`. `drive.rs` sends and reads, `scenarios.rs` holds what is
-//! measured, `output.rs` what is printed and written: a table on stdout,
-//! `bench/report.json` and the chart `bench/report.svg`.
+//! `make bench`: the native commands against their Lua twins — called as
+//! EchoMQ's host calls its scripts — on one server that this bench starts,
+//! in one run; figures from the server's own `INFO commandstats`.
+//! `drive.rs` sends and reads; `claims.rs`, `lifecycle.rs` and `workers.rs`
+//! hold what is measured; `output.rs` what is printed and written: a table
+//! on stdout, `bench/report.json` and the chart `bench/report.svg`. How to
+//! read them: docs/performance.md.
 //!
 //! `EMQ_BENCH_ONLY=<part of a scenario name>` (or `=<a whole name>`) runs
 //! some scenarios (and leaves the committed report alone);
 //! `EMQ_BENCH_NATIVE_ONLY=1` skips the Lua blocks (`make profile`).
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod claims;
 mod drive;
+mod lifecycle;
 mod output;
-mod scenarios;
+mod workers;
 
-use std::time::Duration;
+use claims::ROUNDS;
+use drive::{selected, set_config};
+use support::twins::Twins;
+use support::{Conn, Server};
 
-use common::{Server, Twins};
-use drive::set_config;
-use scenarios::{selected, Bench, ROUNDS};
+pub struct Bench {
+    pub server: Server,
+    pub c: Conn,
+    pub twins: Twins,
+}
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter, if any, is ignored.
@@ -26,29 +36,30 @@ fn main() {
     let mut c = server.conn();
     let twins = Twins::load(&mut c);
     let mut bench = Bench { server, c, twins };
-    let version = match common::info_text(&mut bench.c, "server", "valkey_version") {
+    let version = match support::info_field(&mut bench.c, "server", "valkey_version") {
         Some(v) => format!("Valkey {v}"),
         None => format!(
             "Redis {}",
-            common::info_text(&mut bench.c, "server", "redis_version").unwrap_or_default()
+            support::info_field(&mut bench.c, "server", "redis_version").unwrap_or_default()
         ),
     };
 
-    // Every claim scenario in both replication modes; with `command` a claim
-    // replicates as one EMQ.TURN, ENQUEUE and ACK as themselves (replicas
-    // need the module). The lane-count scenarios and REAP (which replicates
-    // its effects in both modes) run once.
+    // Every claim and cycle scenario in both replication modes; with
+    // `command` a deterministic command replicates as itself (replicas need
+    // the module). The once-only scenarios and the sweeps run in `effects`.
     const COMMAND: &str = ", emq.replicate command";
     let mut rows = Vec::new();
     for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
         set_config(&mut bench.c, "emq.replicate", mode);
         bench.claim_scenarios(&mut rows, suffix);
+        bench.lifecycle_scenarios(&mut rows, suffix);
         if mode == "effects" {
-            bench.lane_count_scenarios(&mut rows);
+            bench.once_scenarios(&mut rows);
+            bench.sweep_scenarios(&mut rows);
         }
     }
-    // Last among the claim scenarios: once a replica has attached, the server
-    // keeps a replication backlog, and every later write would feed it.
+    // Last among the server-time scenarios: once a replica has attached,
+    // the server keeps a replication backlog, and every later write feeds it.
     for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
         let name = format!("WCLAIM K=1, 100 lanes, a replica attached{suffix}");
         if selected(&name) {
@@ -59,11 +70,7 @@ fn main() {
     set_config(&mut bench.c, "emq.replicate", "effects");
 
     let mut waits = Vec::new();
-    if selected("workers") {
-        for blocking in [true, false] {
-            waits.push(bench.waiting(blocking, 1_000, Duration::from_millis(2), 4));
-        }
-    }
+    bench.worker_scenarios(&mut waits);
 
     output::print_table(&rows, &waits, &version, ROUNDS);
     if std::env::var_os("EMQ_BENCH_ONLY").is_some() {

@@ -28,7 +28,7 @@ impl Row {
 /// Workers waiting for a steady arrival of jobs.
 #[derive(Serialize)]
 pub struct Waiting {
-    pub mode: &'static str,
+    pub mode: String,
     pub jobs: usize,
     pub server_cpu_s: f64,
     pub claim_calls: u64,
@@ -85,7 +85,7 @@ pub fn print_table(rows: &[Row], waits: &[Waiting], version: &str, rounds: usize
         println!("\nworkers waiting for jobs that arrive one at a time:");
         println!(
             "{:<22} {:>8} {:>14} {:>12} {:>12} {:>12}",
-            "workers", "jobs", "server CPU s", "claim calls", "pickup p50", "pickup p99"
+            "workers waiting", "jobs", "server CPU s", "claim calls", "pickup p50", "pickup p99"
         );
         for w in waits {
             println!(
