@@ -74,7 +74,9 @@ fn documented_table() -> Vec<(String, i32, String)> {
         .filter(|l| l.starts_with("| `EMQ."))
         .map(|l| {
             let cells: Vec<&str> = l.trim().trim_matches('|').split('|').map(str::trim).collect();
-            let arity = cells[1].parse().unwrap_or_else(|_| panic!("arity of {}", cells[0]));
+            let arity = cells[1]
+                .parse()
+                .unwrap_or_else(|_| panic!("arity of {}", cells[0]));
             (
                 cells[0].trim_matches('`').to_lowercase(),
                 arity,
@@ -90,10 +92,17 @@ fn docs_commands_md_lists_the_table_with_its_arities_and_flags() {
         .iter()
         .map(|c| (c.spec.name.to_string(), c.spec.arity, c.spec.flags.to_string()))
         .collect();
-    assert_eq!(documented_table(), table, "docs/commands.md's table and catalog.rs");
+    assert_eq!(
+        documented_table(),
+        table,
+        "docs/commands.md's table and catalog.rs"
+    );
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md")).unwrap();
     for c in COMMANDS {
         let heading = format!("### {}", c.spec.name.to_uppercase());
-        assert!(doc.contains(&heading), "docs/commands.md has no section {heading}");
+        assert!(
+            doc.contains(&heading),
+            "docs/commands.md has no section {heading}"
+        );
     }
 }
