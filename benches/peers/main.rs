@@ -151,7 +151,7 @@ fn enqueues(n: usize) -> Vec<Cmd> {
         .map(|i| {
             let mut enqueue = args(&["EMQ.ENQUEUE", P, &format!("l{}", (i / 8) % 100)]);
             for j in i..(i + 8).min(n) {
-                enqueue.extend([format!("j{j}").into_bytes(), b"{}".to_vec()]);
+                enqueue.extend([format!("JOB-{j}").into_bytes(), b"{}".to_vec()]);
             }
             enqueue
         })
