@@ -1,6 +1,6 @@
 //! The caller's key permissions. The server checks only a command's declared
 //! key (the prefix); every other key a command touches is checked here, when
-//! it is first opened, before anything is written (SPEC section 4).
+//! it is first opened, before anything is written (docs/production.md, "ACL").
 //!
 //! Who the caller is:
 //! - the primary's stream, an AOF load, a timer: no user, nothing to check;

@@ -67,9 +67,14 @@ impl ConfigurationValue<Replicate> for ReplicateSetting {
 
 /// `emq.job-kind` (default `JOB`): the prefix every job id must begin with
 /// (EchoMQ's kind rule; empty admits any id).
-pub struct JobKind(Mutex<Vec<u8>>);
+///
+/// The server does not free the string a config getter returns: the module
+/// keeps it (here, as the address of the last one handed out) and frees it
+/// at the next get, when the server is done with it (`make memcheck` caught
+/// the leak of a getter that gave its string away).
+pub struct JobKind(Mutex<Vec<u8>>, Mutex<usize>);
 
-pub static JOB_KIND: JobKind = JobKind(Mutex::new(Vec::new()));
+pub static JOB_KIND: JobKind = JobKind(Mutex::new(Vec::new()), Mutex::new(0));
 pub const JOB_KIND_DEFAULT: &str = "JOB";
 
 /// The kind in force (read by ENQUEUE and DELAY).
@@ -80,7 +85,22 @@ pub fn job_kind() -> Vec<u8> {
 impl ConfigurationValue<RedisString> for JobKind {
     fn get(&self, _: &ConfigurationContext) -> RedisString {
         let kind = self.0.lock().map(|k| k.clone()).unwrap_or_default();
-        RedisString::create_from_slice(std::ptr::null_mut(), &kind)
+        let kept = RedisString::create_from_slice(std::ptr::null_mut(), &kind);
+        let handed = RedisString::from_redis_module_string(std::ptr::null_mut(), kept.inner);
+        // Never freed while handed out: a poisoned lock leaks it instead.
+        let address = kept.inner as usize;
+        std::mem::forget(kept);
+        if let Ok(mut last) = self.1.lock() {
+            let previous = std::mem::replace(&mut *last, address);
+            if previous != 0 {
+                // The string handed out by the previous get, owned here.
+                drop(RedisString::from_redis_module_string(
+                    std::ptr::null_mut(),
+                    previous as *mut _,
+                ));
+            }
+        }
+        handed
     }
 
     fn set(&self, _: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
