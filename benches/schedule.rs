@@ -2,6 +2,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use emq::model::grammar::parse_i64;
+use emq::model::rate::Rate;
 use emq::model::row::{head_fate, RowView};
 use emq::model::schedule::{head_turn, leaves_after, ring_change, serve_count, ClaimKind, Head, Lane};
 
@@ -20,6 +21,15 @@ fn bench(c: &mut Criterion) {
         limit: Ok(Some(8)),
         active: Ok(Some(3)),
         paused: false,
+        rate: Ok(None),
+        now_us: 1_796_210_284_783_000,
+    };
+    let rated = Head {
+        rate: Ok(Some((
+            Rate::new(20, 1000, 5).unwrap(),
+            Some(1_796_210_284_700_000),
+        ))),
+        ..head
     };
     let row = RowView {
         exists: true,
@@ -32,6 +42,9 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("head_turn", |b| {
         b.iter(|| head_turn(black_box(&head), black_box(ClaimKind::Weighted), black_box(1000)))
+    });
+    c.bench_function("head_turn_rated", |b| {
+        b.iter(|| head_turn(black_box(&rated), black_box(ClaimKind::Weighted), black_box(1000)))
     });
     c.bench_function("head_fate", |b| {
         b.iter(|| head_fate(black_box(b"tenant-a"), black_box(&row)))

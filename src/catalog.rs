@@ -61,6 +61,17 @@ const COUNT: ArgDoc = optional(keyed("COUNT", "count", ArgKind::Int));
 const NONE: ArgDoc = keyed("NONE", "none", ArgKind::Token);
 const JOB_PAYLOAD: &[ArgDoc] = &[JOB, arg("payload", ArgKind::Str)];
 const LIMIT_VALUE: &[ArgDoc] = &[arg("limit", ArgKind::Int), NONE];
+const RATE_VALUE: &[ArgDoc] = &[
+    arg(
+        "rate",
+        ArgKind::Block(&[
+            arg("n", ArgKind::Int),
+            arg("period", ArgKind::Int),
+            optional(keyed("BURST", "burst", ArgKind::Int)),
+        ]),
+    ),
+    NONE,
+];
 const STALLED_VALUE: &[ArgDoc] = &[arg("max-stalled", ArgKind::Int), NONE];
 const WHEN: &[ArgDoc] = &[
     keyed("IN", "ms", ArgKind::Int),
@@ -142,8 +153,8 @@ pub const COMMANDS: &[Command] = &[
     command("emq.weight", Replies(lanes::weight), "write fast", 4, &[PREFIX, LANE, arg("weight", ArgKind::Int)],
         "Sets a lane's weight: its share of heads per weighted turn (EchoMQ's @gweight).",
         "O(1)", true),
-    command("emq.pause", Replies(lanes::pause), "write", 3, &[PREFIX, LANE],
-        "Takes a lane out of service: into P paused, out of the ring (EchoMQ's @gpause).",
+    command("emq.pause", Replies(lanes::pause), "write", -3, &[PREFIX, LANE, optional(keyed("FOR", "ms", ArgKind::Int))],
+        "Takes a lane out of service: into P paused, out of the ring (EchoMQ's @gpause); with FOR, the module resumes it ms later.",
         "O(R) for a ring of R lanes.", true),
     command("emq.resume", Replies(lanes::resume), "write fast", 3, &[PREFIX, LANE],
         "Puts a paused lane back in service, ringing it with a wake if serviceable (EchoMQ's @gresume).",
@@ -151,6 +162,9 @@ pub const COMMANDS: &[Command] = &[
     command("emq.limit", Replies(lanes::limit), "write", 4, &[PREFIX, LANE, arg("limit", ArgKind::OneOf(LIMIT_VALUE))],
         "Sets or removes a lane's concurrency ceiling; the ring follows (EchoMQ's @glimit).",
         "O(1), or O(R) for a ring of R lanes when the lane leaves it.", true),
+    command("emq.rate", Replies(lanes::rate), "write", -4, &[PREFIX, LANE, arg("rate", ArgKind::OneOf(RATE_VALUE))],
+        "Sets or removes a lane's rate: at most n starts per period ms, bursts up to burst (GCRA); a throttled lane leaves the ring and comes back by itself.",
+        "O(1), or O(R) for a ring of R lanes when the lane joins or leaves it.", true),
     command("emq.reassign", Replies(lanes::reassign), "write", 4, &[PREFIX, JOB, LANE],
         "Moves a pending job from the lane its row names to another (EchoMQ's @greassign).",
         "O(log N), or O(R) for a ring of R lanes when a lane leaves it.", true),

@@ -59,16 +59,17 @@ fn populate(c: &mut Conn, p: &str) {
     }
 }
 
-/// A table row: depth, active/limit, weight, paused, ringed, by lane.
+/// A table row of a lane with no rate: depth, active/limit, weight, rate,
+/// paused, ringed, by lane.
 fn table(text: &str) -> BTreeMap<String, Vec<String>> {
     text.lines()
         .skip_while(|l| !l.trim_start().starts_with("DEPTH"))
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .filter(|cols| {
-            cols.len() == 6 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
+            cols.len() == 7 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
         })
-        .map(|cols| (cols[5].clone(), cols[..5].to_vec()))
+        .map(|cols| (cols[6].clone(), cols[..6].to_vec()))
         .collect()
 }
 
@@ -83,10 +84,16 @@ fn rows_match_keyspace(c: &mut Conn, p: &str, rows: &BTreeMap<String, Vec<String
         let limit = hget(c, "glimit").unwrap_or("-".into());
         assert_eq!(cols[1], format!("{active}/{limit}"), "{lane} active/limit");
         assert_eq!(cols[2], hget(c, "gweight").unwrap_or("1".into()), "{lane} weight");
+        assert_eq!(
+            hget(c, "grate"),
+            None,
+            "{lane}: rows with a rate are not parsed here"
+        );
+        assert_eq!(cols[3], "-", "{lane} rate");
         let paused = c.int(&["SISMEMBER", &format!("{p}paused"), lane]) == 1;
-        assert_eq!(cols[3], if paused { "yes" } else { "no" }, "{lane} paused");
+        assert_eq!(cols[4], if paused { "yes" } else { "no" }, "{lane} paused");
         let ringed = ring.iter().any(|l| l == lane);
-        assert_eq!(cols[4], if ringed { "yes" } else { "no" }, "{lane} ringed");
+        assert_eq!(cols[5], if ringed { "yes" } else { "no" }, "{lane} ringed");
     }
 }
 
@@ -151,7 +158,7 @@ fn top_once_prints_the_totals_emq_queue_reports() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(
         totals.starts_with(&format!(
-            "lanes 5   ringed {ringed}   paused 1   leased {leased}   expired 0   dead 0"
+            "lanes 5   ringed {ringed}   paused 1   throttled 0   leased {leased}   expired 0   dead 0"
         )),
         "{totals}"
     );
@@ -307,7 +314,7 @@ impl Tmux {
     }
 
     /// Waits until the screen satisfies `ok`; returns it.
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    fn wait(&self, what: &str, mut ok: impl FnMut(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let s = self.screen();
@@ -404,6 +411,67 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
     );
     tmux.run(&["send-keys", "-t", "top", "echo exit=$?", "Enter"]);
     tmux.wait("emq's exit status", |s| s.lines().any(|l| l.ends_with("exit=0")));
+}
+
+/// `emq top` shows a lane throttled by its rate (how long it waits) and one
+/// paused for a while (how long is left), counts them in its totals, and
+/// follows both as they come back by themselves.
+#[test]
+fn top_shows_throttled_and_timed_paused_lanes_until_they_come_back() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "rt{o}:";
+    // Two jobs: its burst takes both, so no claim throttles it again.
+    fill(&mut c, p, "rated", 2);
+    fill(&mut c, p, "parked", 50);
+    fill(&mut c, p, "plain", 50);
+    c.ok(&["EMQ.RATE", p, "rated", "2", "4000"]);
+    c.ok(&["EMQ.PAUSE", p, "parked", "FOR", "3000"]);
+    // Its burst of 2, then throttled for 2 s.
+    for _ in 0..3 {
+        c.ok(&["EMQ.WCLAIM", p, "600000"]);
+    }
+    assert_eq!(
+        c.ok(&["EMQ.LANE", p, "rated"]).field("throttled"),
+        Some(&support::Value::Int(1))
+    );
+    let tmux = Tmux::new();
+    tmux.run(&["new-session", "-d", "-s", "top", "-x", "110", "-y", "16", "sh"]);
+    tmux.run(&["send-keys", "-t", "top", "echo before-top-$((40+2))", "Enter"]);
+    tmux.wait("the shell", |s| s.contains("before-top-42"));
+    let line = format!("{} -p {} top -i 0.2 '{p}'", emq_path(), server.port);
+    tmux.run(&["send-keys", "-t", "top", &line, "Enter"]);
+    let row = |s: &str, lane: &str| {
+        s.lines()
+            .find(|l| l.ends_with(&format!("  {lane}")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let screen = tmux.wait("both lanes waiting", |s| {
+        row(s, "rated").contains("2/4.0s wait") && row(s, "parked").contains("for ")
+    });
+    assert!(screen.contains("paused 1   throttled 1 "), "{screen}");
+    assert!(screen.contains("next return in "), "{screen}");
+    assert!(
+        row(&screen, "rated").trim_end().ends_with("no  rated"),
+        "out of the ring:
+{screen}"
+    );
+    // Both come back by themselves: a polling claim rings them.
+    let screen = tmux.wait("both lanes back", |s| {
+        c.ok(&["EMQ.QUEUE", p]);
+        let _ = c.cmd(&["EMQ.CLAIM", p, "600000"]);
+        !row(s, "rated").contains("wait") && !row(s, "parked").contains("for ") && s.contains("throttled 0 ")
+    });
+    assert!(
+        row(&screen, "parked").contains(" no "),
+        "resumed:
+{screen}"
+    );
+    tmux.run(&["send-keys", "-t", "top", "C-c"]);
+    tmux.wait("the shell again", |s| {
+        s.contains("before-top") && !s.contains("DEPTH")
+    });
 }
 
 /// `emq top` over a queue of more lanes than one page of `EMQ.LANES` (1,000):

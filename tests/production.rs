@@ -183,9 +183,10 @@ fn command_info_and_docs_tell_the_truth() {
         ("emq.bclaim", -3, &["write", "blocking"]),
         ("emq.enqueue", -5, &["write", "denyoom"]),
         ("emq.weight", 4, &["write", "fast"]),
-        ("emq.pause", 3, &["write"]),
+        ("emq.pause", -3, &["write"]),
         ("emq.resume", 3, &["write", "fast"]),
         ("emq.limit", 4, &["write"]),
+        ("emq.rate", -4, &["write"]),
         ("emq.reassign", 4, &["write"]),
         ("emq.drain", 3, &["write"]),
         ("emq.complete", 4, &["write", "fast"]),
@@ -257,7 +258,7 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
     let members: BTreeSet<String> = c.ok(&["ACL", "CAT", "emq"]).texts().into_iter().collect();
     assert_eq!(
         members.len(),
-        25,
+        26,
         "every client command, not EMQ.TURN: {members:?}"
     );
     assert!(!members.contains("emq.turn"));

@@ -219,6 +219,7 @@ fn key_permissions_cover_every_key_a_call_touches() {
         "~qgactive",
         "~qglimit",
         "~qpaused",
+        "~qgnext",
         "~qjob:JOB2",
     ];
     let mut exact = user("exact", &exact_keys);

@@ -3,21 +3,34 @@
 
 use super::*;
 
-/// The words an argument takes at least (its token included).
-fn words(a: &ArgDoc) -> usize {
-    let value = match a.kind {
-        ArgKind::Token => 0,
-        ArgKind::Block(subs) => subs.iter().map(words).sum(),
-        ArgKind::OneOf(subs) => subs.iter().map(words).min().unwrap_or(0),
-        _ => 1,
+/// The words an argument takes at least (its token included; none when it
+/// is optional), and whether it may take more.
+fn words(a: &ArgDoc) -> (usize, bool) {
+    let (value, more) = match a.kind {
+        ArgKind::Token => (0, false),
+        ArgKind::Block(subs) => subs
+            .iter()
+            .map(words)
+            .fold((0, false), |(n, m), (w, more)| (n + w, m || more)),
+        ArgKind::OneOf(subs) => {
+            let spans: Vec<(usize, bool)> = subs.iter().map(words).collect();
+            let min = spans.iter().map(|s| s.0).min().unwrap_or(0);
+            let max = spans.iter().map(|s| s.0).max().unwrap_or(0);
+            (min, max > min || spans.iter().any(|s| s.1))
+        }
+        _ => (1, false),
     };
-    value + usize::from(a.token.is_some())
+    match a.optional {
+        true => (0, true),
+        false => (value + usize::from(a.token.is_some()), more || a.multiple),
+    }
 }
 
 /// The arity the documented arguments give (name included).
 pub fn documented_arity(args: &[ArgDoc]) -> i32 {
-    let min = 1 + args.iter().filter(|a| !a.optional).map(words).sum::<usize>();
-    let variadic = args.iter().any(|a| a.multiple || a.optional);
+    let spans: Vec<(usize, bool)> = args.iter().map(words).collect();
+    let min = 1 + spans.iter().map(|s| s.0).sum::<usize>();
+    let variadic = spans.iter().any(|s| s.1);
     if variadic {
         -(min as i32)
     } else {

@@ -1,13 +1,15 @@
 //! Lane administration: EMQ.ENQUEUE, EMQ.WEIGHT, EMQ.PAUSE, EMQ.RESUME,
-//! EMQ.LIMIT, EMQ.REASSIGN, EMQ.DRAIN (EchoMQ's `@genqueue` … `@gdrain`).
+//! EMQ.LIMIT, EMQ.REASSIGN, EMQ.DRAIN (EchoMQ's `@genqueue` … `@gdrain`),
+//! and EMQ.RATE (no script's: docs/commands.md, "EMQ.RATE").
 
 use crate::ffi::{Arg, Argv, Reply};
-use crate::model::error::{Error, LIMIT_RANGE, WEIGHT_RANGE};
-use crate::model::grammar;
+use crate::model::error::{Error, LEASE_RANGE, LIMIT_RANGE, PERIOD_RANGE, RATE_N_RANGE, WEIGHT_RANGE};
+use crate::model::grammar::{self, LEASE_MAX};
+use crate::model::rate::{self, Rate};
 use crate::queue::Queue;
 use crate::runtime::{config, Call};
 
-use crate::engine::lanes;
+use crate::engine::{lanes, rate as rates};
 
 use super::args::Args;
 
@@ -45,11 +47,18 @@ pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     Ok(Reply::Int(1))
 }
 
-/// `EMQ.PAUSE P lane`. Reply 1.
+/// `EMQ.PAUSE P lane [FOR ms]`. Reply 1.
 pub fn pause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
-    let (q_prefix, lane) = prefix_and_lane(call, argv)?;
-    let q = Queue::new(call, q_prefix);
-    lanes::pause(&q, lane)?;
+    let mut args = Args::new(argv, 2, 4)?;
+    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let lane = args.lane()?;
+    let for_ms = match args.left() {
+        0 => None,
+        2 if args.keyword("FOR") => Some(args.int("ms", 1, LEASE_MAX, LEASE_RANGE)?),
+        _ => return Err(Error::Syntax),
+    };
+    let q = Queue::new(call, prefix);
+    rates::pause(&q, lane, for_ms)?;
     Ok(Reply::Int(1))
 }
 
@@ -57,8 +66,30 @@ pub fn pause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 pub fn resume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let (q_prefix, lane) = prefix_and_lane(call, argv)?;
     let q = Queue::new(call, q_prefix);
-    lanes::resume(&q, lane)?;
+    rates::resume(&q, lane)?;
     Ok(Reply::Int(1))
+}
+
+/// `EMQ.RATE P lane n period_ms [BURST b] | NONE`. Reply OK.
+pub fn rate<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
+    let mut args = Args::new(argv, 3, 6)?;
+    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let lane = args.lane()?;
+    let rate = if args.left() == 1 && args.keyword("NONE") {
+        None
+    } else {
+        let n = args.int("n", 1, rate::N_MAX, RATE_N_RANGE)?;
+        let period = args.int("period", 1, rate::PERIOD_MAX_MS, PERIOD_RANGE)?;
+        let burst = match args.left() {
+            0 => n,
+            2 if args.keyword("BURST") => args.int("burst", 1, rate::N_MAX, RATE_N_RANGE)?,
+            _ => return Err(Error::Syntax),
+        };
+        Some(Rate::new(n, period, burst).ok_or(Error::Syntax)?)
+    };
+    let q = Queue::new(call, prefix);
+    rates::set_rate(&q, lane, rate)?;
+    Ok(Reply::Ok)
 }
 
 /// `EMQ.DRAIN P lane`: the number drained.

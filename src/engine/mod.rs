@@ -5,7 +5,8 @@
 //! - `jobs`: a job's transitions (complete, retry, delay, extend);
 //! - `returns`: expired leases back; `promote`: due jobs back;
 //! - `books`: the lanes such returns put jobs into, and the ring after;
-//! - `lanes`: lane and queue administration;
+//! - `lanes`: lane and queue administration; `rate`: rates and timed
+//!   pauses; `next`: the lanes that come back from `P gnext` by themselves;
 //! - `dead`: dead letters; `views`, `scan`: seeing a queue; `repair`;
 //! - `counts`: EchoMQ's completed and failed counters.
 
@@ -14,7 +15,9 @@ pub mod counts;
 pub mod dead;
 pub mod jobs;
 pub mod lanes;
+pub mod next;
 pub mod promote;
+pub mod rate;
 pub mod repair;
 pub mod returns;
 pub mod scan;

@@ -2,7 +2,9 @@
 //! wait on a queue, its expired leases are returned at their deadline (as a
 //! claim returns them, counting stalls) and its scheduled jobs promoted at
 //! their due time (as EMQ.PROMOTE), so that the lanes this rings wake the
-//! waiters. Nothing else would: a deadline that passes changes no key.
+//! waiters, and lanes waiting in `P gnext` rung at their time (a throttled
+//! lane's next start, a timed pause's end). Nothing else would: a time that
+//! passes changes no key.
 //!
 //! One watch per waited-on queue (database and prefix), counting its
 //! waiters, with at most one timer, set for the queue's earliest lease
@@ -25,6 +27,7 @@ use crate::queue::Queue;
 use crate::runtime::{stats, Call};
 
 use super::books::OnDamage;
+use super::next::ring_due;
 use super::promote::promote_due;
 use super::returns::{max_stalled, return_expired, Sweep};
 
@@ -216,8 +219,8 @@ fn fire(ctx: &mut Ctx, id: u64) {
     }
 }
 
-/// Returns the queue's expired leases and promotes its due jobs; whether a
-/// batch was full (more may be due).
+/// Returns the queue's expired leases, promotes its due jobs and rings its
+/// lanes back from `P gnext`; whether a batch was full (more may be due).
 fn due_work(q: &Queue) -> Result<bool, crate::model::error::Error> {
     let sweep = Sweep {
         look: BATCH,
@@ -235,7 +238,13 @@ fn due_work(q: &Queue) -> Result<bool, crate::model::error::Error> {
     let promoted = promote_due(q, BATCH, OnDamage::Lenient)?;
     q.call
         .count(&stats::JOBS_PROMOTED_BY_TIMER, promoted.promoted as u64);
-    Ok(returned.ended() >= BATCH || promoted.ended() >= BATCH)
+    let back = ring_due(q, BATCH)?;
+    if back > 0 {
+        // A lane already in the ring (rung by a script while it waited)
+        // is not pushed again: its waiters are told all the same.
+        q.wake_waiters();
+    }
+    Ok(returned.ended() >= BATCH || promoted.ended() >= BATCH || back >= BATCH)
 }
 
 /// The next lease deadline or due time still to come: one left in place (its
@@ -245,7 +254,8 @@ fn next_time(q: &Queue, now: i64) -> Option<i64> {
     let after = |key: Result<crate::ffi::Key, _>| key.ok().and_then(|k| k.zset_first_score_above(now as f64));
     let lease = after(q.leases());
     let due = after(q.schedule());
-    [lease, due].into_iter().flatten().map(|t| t as i64).min()
+    let back = after(q.next());
+    [lease, due, back].into_iter().flatten().map(|t| t as i64).min()
 }
 
 /// Stops every timer (at module unload).

@@ -2,21 +2,42 @@
 //! glance, each figure O(1) or O(log N)). Both read only.
 
 use crate::ffi::{word, Arg, Kind, Reply, Word};
-use crate::model::error::Error;
+use crate::model::error::{Error, RATE_TEXT};
 use crate::model::layout::Fixed;
+use crate::model::rate::Rate;
 use crate::model::schedule::effective_weight;
 use crate::queue::{stored_int, Queue};
 
 use super::books::OnDamage;
 use super::returns::max_stalled;
 
-/// EMQ.LANE: depth, active, weight, limit (nil when none), paused, and how
-/// many times the ring holds it (1 when serviceable; more is damage).
+/// EMQ.LANE: depth, active, weight, limit (nil when none), paused, how many
+/// times the ring holds it (1 when serviceable; more is damage), its rate,
+/// whether the rate allows no start now and until when, and the end of a
+/// timed pause.
 pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
     let state = q.lane(lane)?;
     let weight = effective_weight(stored_int(q.weights()?, lane, "weight of lane")?);
     let ringed = q.ring()?.list_positions(lane.bytes()).len() as i64;
+    let rates = q.rates()?;
+    let text = rates.hash_get(lane);
+    let rate = match &text {
+        None => None,
+        Some(t) => Some(Rate::parse(t.bytes()).ok_or_else(|| {
+            Error::bad_stored("rate of lane", lane.bytes(), rates.name().bytes(), RATE_TEXT)
+        })?),
+    };
+    let tat = stored_int(q.tats()?, lane, "arrival time of lane")?;
+    let now_us = q.ctx.now_ms().saturating_mul(1000);
+    let until = rate
+        .filter(|r| r.allowed(tat, now_us) == 0)
+        .map(|r| r.next_start_ms(tat.unwrap_or(now_us)));
+    let paused_until = match state.paused {
+        true => q.next()?.zset_score(lane).map(|t| t as i64),
+        false => None,
+    };
     let int = Reply::Int;
+    let time = |t: Option<i64>| t.map_or(Reply::Null, int);
     Ok(Reply::Map(vec![
         ("depth", int(state.depth as i64)),
         ("active", int(state.active)),
@@ -24,12 +45,30 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
         ("limit", state.limit.map_or(Reply::Null, int)),
         ("paused", int(i64::from(state.paused))),
         ("ringed", int(ringed)),
+        ("rate", text.map_or(Reply::Null, Reply::Owned)),
+        ("throttled", int(i64::from(until.is_some()))),
+        ("throttled_until", time(until)),
+        ("paused_until", time(paused_until)),
     ]))
+}
+
+/// How many lanes wait in `P gnext` throttled, and how many paused until a
+/// time (O(G) for G lanes in it), and the first time one comes back.
+fn waiting(q: &Queue) -> Result<(i64, i64, Option<f64>), Error> {
+    let next = q.next()?;
+    let mut lanes = Vec::with_capacity(next.len());
+    next.zset_for_each(|lane, _| lanes.push(lane));
+    let mut paused = 0;
+    for lane in &lanes {
+        paused += i64::from(q.is_paused(lane.as_arg())?);
+    }
+    Ok((lanes.len() as i64 - paused, paused, next.zset_first_score()))
 }
 
 /// EMQ.QUEUE: the ring's lanes, paused lanes, whether the whole queue is
 /// paused, the flat queue's depth, leased and expired jobs with the next
-/// deadline, scheduled and due jobs with the next due time, dead jobs, the
+/// deadline, scheduled and due jobs with the next due time, lanes waiting in
+/// `P gnext` (throttled, timed-paused) with the first return, dead jobs, the
 /// stall policy (as stored when damaged: this is where an operator looks),
 /// completed and failed counts.
 pub fn queue(q: &Queue) -> Result<Reply, Error> {
@@ -54,6 +93,7 @@ pub fn queue(q: &Queue) -> Result<Reply, Error> {
     let leases = q.leases()?;
     let schedule = q.schedule()?;
     let time = |t: Option<f64>| t.map_or(Reply::Null, |t| Reply::Int(t as i64));
+    let (throttled, timed_paused, next_return) = waiting(q)?;
     let max = match max_stalled(q, OnDamage::Fail) {
         Ok(max) => max.map_or(Reply::Null, Reply::Int),
         Err(Error::BadStored { .. }) => meta
@@ -84,6 +124,9 @@ pub fn queue(q: &Queue) -> Result<Reply, Error> {
         ("scheduled", Reply::Int(schedule.len() as i64)),
         ("due", Reply::Int(count_until(schedule)?)),
         ("next_due", time(schedule.zset_first_score())),
+        ("throttled", Reply::Int(throttled)),
+        ("timed_paused", Reply::Int(timed_paused)),
+        ("next_return", time(next_return)),
         ("dead", Reply::Int(q.dead()?.len() as i64)),
         ("max_stalled", max),
         ("completed", count(Fixed::Completed)?),

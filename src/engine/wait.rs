@@ -53,7 +53,10 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
         // Expired leases go back first, even when nothing else can be served
         // (the call's own context may write and then wait; a wake-up may not).
         let first = claim.first_servable()?;
-        let first = if claim.reap_first()? {
+        // Lanes whose time in `P gnext` has come are rung first, as expired
+        // leases go back first.
+        let rung = claim.ring_due()?;
+        let first = if claim.reap_first()? || rung {
             claim.first_servable()?
         } else {
             first
@@ -78,9 +81,10 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     Ok(None)
 }
 
-/// The queue's next lease deadline or due time, whichever is first.
+/// The queue's next lease deadline, due time or time in `P gnext`, whichever
+/// is first.
 fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
-    let lease = claim.earliest_lease();
+    let lease = claim.earliest();
     let due = q.schedule().ok().and_then(|s| s.zset_first_score());
     [lease, due].into_iter().flatten().map(|t| t as i64).min()
 }
@@ -98,9 +102,10 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     let Some(first) = claim.first_servable()? else {
         return Ok(None);
     };
-    // It will serve (returning expired leases only makes lanes more
-    // servable): now it may write.
-    if claim.reap_first()? {
+    // It will serve (returning expired leases and ringing due lanes only
+    // make lanes more servable): now it may write.
+    let rung = claim.ring_due()?;
+    if claim.reap_first()? || rung {
         return claim.serve_from(claim.first_servable()?, deadline);
     }
     claim.serve_from(Some(first), deadline)

@@ -72,6 +72,11 @@ pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";
 pub const DELAY_RANGE: &str = "an integer from 0 to 1099511627776";
 pub const MAX_RANGE: &str = "an integer >= 0";
 pub const BOOLEAN: &str = "0 or 1";
+/// A rate's count and burst (`model::rate::N_MAX`), and its period
+/// (`model::rate::PERIOD_MAX_MS`, a year).
+pub const RATE_N_RANGE: &str = "an integer from 1 to 1000000000";
+pub const RATE_TEXT: &str = "of the form '<n> <period_ms> <burst>'";
+pub const PERIOD_RANGE: &str = "an integer from 1 to 31536000000";
 
 impl Error {
     pub fn bad_arg(name: &'static str, expected: &'static str) -> Error {

@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 
 use super::grammar::{self, parse_i64};
+use super::rate::Rate;
 use super::row::{head_fate, return_fate, Fate, Home, ReturnFate, RowView, Stalls};
 use super::schedule::{
     head_turn, leaves_after, ring_change, serve_count, ClaimKind, Head, Lane, RingChange, Turn,
@@ -43,6 +44,8 @@ fn head_strategy() -> impl Strategy<Value = Head> {
             limit,
             active,
             paused,
+            rate: Ok(None),
+            now_us: 0,
         })
 }
 
@@ -155,6 +158,7 @@ proptest! {
             }
             Turn::Skip(_) => prop_assert!(!head.name_empty && !sound),
             Turn::Drop => prop_assert!(head.name_empty || !lane.serviceable()),
+            Turn::Throttle { .. } => prop_assert!(false, "throttled without a rate"),
         }
     }
 
@@ -215,6 +219,42 @@ proptest! {
         match fate {
             ReturnFate::Dies { stalled: n } => prop_assert!(n == after && max.is_some_and(|m| after >= m)),
             ReturnFate::Back { stalled: n } => prop_assert!(n == Some(after) && max.is_none_or(|m| after < m)),
+        }
+    }
+
+    /// The GCRA bound, whatever the claims: starts at times a claim turn
+    /// took (each asking for up to `want` at once), counted over every
+    /// window, never exceed `burst + t·n/period_ms`, plus the one the
+    /// bound is rounded up by.
+    #[test]
+    fn a_rate_never_starts_more_than_its_bound(
+        n in 1i64..50, period in 1i64..3_000, burst in 1i64..10,
+        claims in proptest::collection::vec((0i64..40_000, 1i64..12), 1..200),
+    ) {
+        let rate = Rate::new(n, period, burst).unwrap();
+        let mut now_us = 1_000_000_000i64;
+        let mut tat: Option<i64> = None;
+        let mut starts: Vec<i64> = Vec::new();
+        for (gap, want) in claims {
+            now_us += gap;
+            let allowed = rate.allowed(tat, now_us);
+            let k = want.min(allowed);
+            if k == 0 {
+                // Throttled: the next start is no earlier than allowed.
+                let until = rate.next_start_ms(tat.unwrap());
+                prop_assert!(until * 1000 > now_us);
+                prop_assert!(rate.allowed(tat, until * 1000) >= 1);
+                continue;
+            }
+            tat = Some(rate.after(tat, now_us, k));
+            starts.extend(std::iter::repeat_n(now_us, k as usize));
+        }
+        for (i, &from) in starts.iter().enumerate() {
+            for window in [250_000i64, 500_000, 1_000_000, 3_000_000] {
+                let count = starts[i..].iter().take_while(|&&t| t < from + window).count() as i64;
+                let bound = burst + (window / 1000) * n / period + 1;
+                prop_assert!(count <= bound, "{count} starts in {window} us, bound {bound}");
+            }
         }
     }
 }

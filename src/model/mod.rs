@@ -4,12 +4,14 @@
 //! - `error`: every error reply, worded;
 //! - `grammar`: what a valid argument is;
 //! - `layout`: EchoMQ's key names;
+//! - `rate`: a lane's rate (GCRA), its bound and its next start;
 //! - `schedule`: serviceability, the turn's `K`, the ring's moves;
 //! - `row`: a job row's decisions (lease a head? die of stalls?).
 
 pub mod error;
 pub mod grammar;
 pub mod layout;
+pub mod rate;
 pub mod row;
 pub mod schedule;
 

@@ -3,6 +3,8 @@
 //! headroom)`), and how the ring follows a change (docs/commands.md, "The
 //! turn").
 
+use super::rate::Rate;
+
 /// What the store says about one lane, as numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lane {
@@ -104,7 +106,15 @@ pub struct Head {
     pub limit: Stored,
     pub active: Stored,
     pub paused: bool,
+    /// Its rate and stored arrival time (`Ok(None)`: no rate); `Err` when
+    /// either is damaged.
+    pub rate: RateRead,
+    /// The clock, in µs (what the rate is asked at).
+    pub now_us: i64,
 }
+
+/// A lane's rate as a claim reads it.
+pub type RateRead = Result<Option<(Rate, Option<i64>)>, ()>;
 
 /// What one claim turn does with the lane at the head of the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +125,9 @@ pub enum Turn {
     /// Its own state is damaged: it rotates to the tail untouched and nothing
     /// is served.
     Skip(Damage),
+    /// Its rate allows no start now: it leaves the ring for `P gnext`, to
+    /// come back at `until` (ms), and nothing is served.
+    Throttle { until: i64 },
     /// Serve up to `k` heads (fewer when some are strays). The ring rotates
     /// first.
     Serve { k: i64, lane: Lane },
@@ -122,7 +135,8 @@ pub enum Turn {
 
 /// One claim turn for the head lane, its checks in the order `@gwclaim`
 /// reads (name, depth, weight, ceiling, active count), the paused test
-/// after the depth's. `max_claim` caps a turn (`emq.max-claim`).
+/// after the depth's, the rate last (an addition: docs/commands.md,
+/// "EMQ.RATE"). `max_claim` caps a turn (`emq.max-claim`).
 pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
     if head.name_empty {
         return Turn::Drop;
@@ -149,9 +163,21 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
         ClaimKind::Weighted => effective_weight(weight).min(cap),
         ClaimKind::Batch => cap,
     };
-    let k = serve_count(want, depth, limit, active);
+    let mut k = serve_count(want, depth, limit, active);
     if k <= 0 {
         return Turn::Drop;
+    }
+    match head.rate {
+        Err(()) => return Turn::Skip(Damage::Rate),
+        Ok(None) => {}
+        Ok(Some((rate, tat))) => match rate.allowed(tat, head.now_us) {
+            0 => {
+                return Turn::Throttle {
+                    until: rate.next_start_ms(tat.unwrap_or(head.now_us)),
+                }
+            }
+            allowed => k = k.min(allowed),
+        },
     }
     if active.checked_add(k).is_none() {
         return Turn::Skip(Damage::Active);

@@ -1,5 +1,6 @@
-//! A lane's state as commands read it: its depth, active count, ceiling and
-//! pause, each key type-checked and each number validated (a damaged value
+//! A lane's state as commands read it: its depth, active count, ceiling,
+//! pause and whether it waits in `P gnext` (throttled, or paused until a
+//! time: docs/commands.md, "EMQ.RATE"), each key type-checked and each number validated (a damaged value
 //! is an error naming the key and the lane, docs/damage.md).
 
 use crate::ffi::{Arg, Key};
@@ -16,6 +17,7 @@ pub struct LaneRead {
     pub active: Result<i64, Error>,
     pub limit: Result<Option<i64>, Error>,
     pub paused: Result<bool, Error>,
+    pub throttled: Result<bool, Error>,
 }
 
 impl LaneRead {
@@ -26,7 +28,7 @@ impl LaneRead {
             active: self.active.clone()?,
             limit: self.limit.clone()?,
             paused: self.paused.clone()?,
-            throttled: false,
+            throttled: self.throttled.clone()?,
         })
     }
 }
@@ -47,6 +49,7 @@ impl<'q> Queue<'q> {
                 .map(|a| a.unwrap_or(0)),
             limit: self.limits().and_then(|h| stored_int(h, lane, "limit of lane")),
             paused: self.is_paused(lane),
+            throttled: self.waits_in_next(lane),
         }
     }
 
@@ -59,7 +62,7 @@ impl<'q> Queue<'q> {
             active: read.active?,
             limit,
             paused: read.paused?,
-            throttled: false,
+            throttled: read.throttled?,
         })
     }
 }

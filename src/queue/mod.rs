@@ -95,6 +95,32 @@ impl<'q> Queue<'q> {
         self.fixed(Fixed::Limit, Kind::Hash)
     }
 
+    /// `P grate`: lane → its rate.
+    pub fn rates(&self) -> Result<Key<'q>, Error> {
+        self.fixed(Fixed::Rate, Kind::Hash)
+    }
+
+    /// `P gtat`: lane → its rate's theoretical arrival time (µs).
+    pub fn tats(&self) -> Result<Key<'q>, Error> {
+        self.fixed(Fixed::Tat, Kind::Hash)
+    }
+
+    /// `P gnext`: lane → when it may be served again (throttled, or paused
+    /// until then).
+    pub fn next(&self) -> Result<Key<'q>, Error> {
+        self.fixed(Fixed::Next, Kind::Zset)
+    }
+
+    /// Whether the lane waits in `P gnext` for a time still to come.
+    pub fn waits_in_next(&self, lane: Arg) -> Result<bool, Error> {
+        let Some(next) = self.optional(Fixed::Next, Kind::Zset)? else {
+            return Ok(false);
+        };
+        Ok(next
+            .zset_score(lane)
+            .is_some_and(|at| at > self.ctx.now_ms() as f64))
+    }
+
     pub fn schedule(&self) -> Result<Key<'q>, Error> {
         self.fixed(Fixed::Schedule, Kind::Zset)
     }

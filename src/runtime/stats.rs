@@ -57,13 +57,17 @@ pub static STRAYS: Counter = Counter::new();
 pub static ENTRIES_DROPPED: Counter = Counter::new();
 /// Clients waiting in a claim's BLOCK now.
 pub static BLOCKED: Counter = Counter::new();
+/// Head lanes a claim found throttled by their rate (out of the ring, into
+/// `P gnext`), and lanes that came back from it.
+pub static LANES_THROTTLED: Counter = Counter::new();
+pub static LANES_RETURNED: Counter = Counter::new();
 /// Timers set now (one at most per waited-on queue).
 pub static TIMERS: Counter = Counter::new();
 /// Times a timer fired (on a primary, for a queue with waiters).
 pub static TIMER_FIRINGS: Counter = Counter::new();
 
 /// `INFO emq` counters, in order.
-pub fn fields() -> [(&'static str, u64); 22] {
+pub fn fields() -> [(&'static str, u64); 24] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -81,6 +85,8 @@ pub fn fields() -> [(&'static str, u64); 22] {
         ("jobs_died", JOBS_DIED.get()),
         ("jobs_revived", JOBS_REVIVED.get()),
         ("lanes_skipped", LANES_SKIPPED.get()),
+        ("lanes_throttled", LANES_THROTTLED.get()),
+        ("lanes_returned", LANES_RETURNED.get()),
         ("strays", STRAYS.get()),
         ("entries_dropped", ENTRIES_DROPPED.get()),
         ("blocked_clients", BLOCKED.get()),

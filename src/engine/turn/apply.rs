@@ -10,6 +10,8 @@ use crate::model::schedule::{ring_change, Lane, RingChange};
 use crate::queue::Score;
 use crate::runtime::{config, stats};
 
+use crate::engine::rate;
+
 use super::plan::{Plan, Serving, StrayTo};
 use super::{claim_reply, Claim, Served};
 
@@ -28,8 +30,20 @@ impl<'q> Claim<'q> {
                 q.report(|| format!("lane '{}' skipped: {}", quote(lane.bytes()), damage.describe()));
                 Ok(None)
             }
+            Plan::Throttle { until } => {
+                let next = q.next()?;
+                q.lpop(self.ring);
+                rate::wait_until(q, next, lane.as_arg(), until);
+                q.call.count(&stats::LANES_THROTTLED, 1);
+                Ok(None)
+            }
             Plan::Serve(s) => {
                 let (k, leaves) = (s.k, s.leaves);
+                // Opened (and permission-checked) before the first write.
+                let rate = match s.rate {
+                    Some(after) => Some((after, q.tats()?, q.next()?)),
+                    None => None,
+                };
                 let as_command = config::replicate_command() && !s.leased.is_empty();
                 let served = if as_command {
                     q.call.repl.muted(|| self.write(&lane, s, deadline))?
@@ -41,6 +55,17 @@ impl<'q> Claim<'q> {
                 }
                 if as_command {
                     q.call.repl.turn(q.prefix, lane.as_arg(), deadline, k, leaves);
+                }
+                // After the turn: a replayed EMQ.TURN knows no rates, so
+                // these replicate as their effects in either mode.
+                if let Some((after, tats, next)) = rate {
+                    let tat = q.ctx.string_from_i64(after.tat);
+                    q.hset(tats, &[(lane.as_arg(), tat.as_arg())], c"hset");
+                    // Left throttled: it left the ring with its turn.
+                    if let Some(until) = after.throttled_until {
+                        rate::wait_until(q, next, lane.as_arg(), until);
+                        q.call.count(&stats::LANES_THROTTLED, 1);
+                    }
                 }
                 q.call.count(&stats::CLAIMS, 1);
                 q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);

@@ -26,6 +26,7 @@ use crate::queue::Queue;
 use crate::runtime::{config, stats};
 
 use super::books::OnDamage;
+use super::next;
 use super::returns::{self, Sweep};
 
 pub use replay::replay_turn;
@@ -42,6 +43,11 @@ pub struct Claim<'q> {
     weights: Option<Key<'q>>,
     /// `P paused`'s name when that set exists (checked a set at open).
     paused: Option<KeyName<'q>>,
+    /// `P grate`, and `P gtat` beside it, when the queue has rates.
+    rates: Option<Key<'q>>,
+    tats: Option<Key<'q>>,
+    /// `P gnext`, when some lane waits in it.
+    next: Option<Key<'q>>,
 }
 
 impl<'q> Claim<'q> {
@@ -58,6 +64,16 @@ impl<'q> Claim<'q> {
                 _ => None,
             },
             paused: None,
+            rates: q.optional(Fixed::Rate, Kind::Hash)?,
+            tats: None,
+            next: q.optional(Fixed::Next, Kind::Zset)?,
+        };
+        let claim = match claim.rates {
+            Some(_) => Claim {
+                tats: q.optional(Fixed::Tat, Kind::Hash)?,
+                ..claim
+            },
+            None => claim,
         };
         // `P paused` is checked (its permission, its type) now, not at the
         // first lane it is asked about; most queues have none.
@@ -75,15 +91,31 @@ impl<'q> Claim<'q> {
     /// One turn of a non-blocking claim: the reply when it served. Expired
     /// leases go back first (`emq.reap-on-claim`).
     pub fn turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
-        if self.reap_due() {
+        let (returns, lanes_due) = (self.reap_due(), self.lanes_due());
+        if returns || lanes_due {
             // The head's keys are opened (and their permission checked)
             // before the first write.
             if let Some(lane) = self.ring.list_get(0) {
                 self.plan(&lane)?;
             }
+            self.ring_due()?;
             self.reap_first()?;
         }
         self.head_turn(deadline)
+    }
+
+    /// Whether some lane's time in `P gnext` has come.
+    fn lanes_due(&self) -> bool {
+        next::any_due(self.next, self.q.ctx.now_ms())
+    }
+
+    /// Rings the lanes whose time in `P gnext` has come (a bounded number,
+    /// as expired leases); whether any came back.
+    pub fn ring_due(&self) -> Result<bool, Error> {
+        if !self.lanes_due() {
+            return Ok(false);
+        }
+        Ok(next::ring_due(self.q, config::reap_on_claim().max(1))? > 0)
     }
 
     fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
@@ -157,9 +189,12 @@ impl<'q> Claim<'q> {
         Ok(None)
     }
 
-    /// The earliest lease deadline (for the timer of a waiting claim).
-    pub fn earliest_lease(&self) -> Option<f64> {
-        self.leases.zset_first_score()
+    /// The earliest lease deadline or time in `P gnext` (for the timer of a
+    /// waiting claim).
+    pub fn earliest(&self) -> Option<f64> {
+        let lease = self.leases.zset_first_score();
+        let next = self.next.and_then(|k| k.zset_first_score());
+        [lease, next].into_iter().flatten().reduce(f64::min)
     }
 
     pub fn ring_name(&self) -> crate::ffi::Arg<'q> {

@@ -8,8 +8,9 @@ use smallvec::SmallVec;
 use crate::ffi::{word, Arg, Key, Kind, RStr, Word};
 use crate::model::error::Error;
 use crate::model::grammar::parse_i64;
+use crate::model::rate::{parse_tat, Rate};
 use crate::model::row::{head_fate, Fate, Home};
-use crate::model::schedule::{self, Damage, Head, Lane, Stored, Turn};
+use crate::model::schedule::{self, Damage, Head, Lane, RateRead, Stored, Turn};
 use crate::runtime::config;
 
 use super::Claim;
@@ -24,6 +25,11 @@ const STRAY_BUDGET: usize = 1000;
 pub enum Plan<'q> {
     Drop,
     Skip(Damage),
+    /// Its rate allows no start now: out of the ring, into `P gnext` until
+    /// `until` (ms).
+    Throttle {
+        until: i64,
+    },
     Serve(Serving<'q>),
 }
 
@@ -45,6 +51,16 @@ pub struct Serving<'q> {
     pub new_active: i64,
     /// The lane leaves the ring after the turn.
     pub leaves: bool,
+    /// The rate's state after the turn, when the lane has a rate.
+    pub rate: Option<RateAfter>,
+}
+
+/// A rated lane after its turn: its new arrival time (µs), and when it is
+/// left throttled, the time (ms) its next start is allowed.
+#[derive(Clone, Copy)]
+pub struct RateAfter {
+    pub tat: i64,
+    pub throttled_until: Option<i64>,
 }
 
 pub struct Leased<'q> {
@@ -82,6 +98,20 @@ impl<'q> Claim<'q> {
         }
     }
 
+    /// Reads the lane's rate and arrival time: `Ok(None)` with no rate,
+    /// `Err` when either is damaged.
+    fn rate(&self, lane: Arg) -> RateRead {
+        let Some(text) = self.rates.and_then(|h| h.hash_get(lane)) else {
+            return Ok(None);
+        };
+        let rate = Rate::parse(text.bytes()).ok_or(())?;
+        let tat = match self.tats.and_then(|h| h.hash_get(lane)) {
+            None => None,
+            Some(text) => Some(parse_tat(text.bytes()).ok_or(())?),
+        };
+        Ok(Some((rate, tat)))
+    }
+
     /// Decides the turn of `lane` (read only).
     pub fn plan(&self, lane: &RStr) -> Result<Plan<'q>, Error> {
         let name = lane.bytes();
@@ -108,23 +138,39 @@ impl<'q> Claim<'q> {
             limit: Self::stored(self.limits.get(), lane_arg),
             active: Self::stored(Some(self.active), lane_arg),
             paused,
+            rate: self.rate(lane_arg),
+            now_us: self.q.ctx.now_ms().saturating_mul(1000),
         };
         let (k, state) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
             Turn::Drop => return Ok(Plan::Drop),
             Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
+            Turn::Throttle { until } => return Ok(Plan::Throttle { until }),
             Turn::Serve { k, lane } => (k, lane),
         };
         let Some((leased, strays)) = self.take_heads(name, pending, k, state.depth)? else {
             return Ok(Plan::Skip(Damage::Attempts));
         };
         let consumed = (leased.len() + strays.len()) as u64;
+        let rate = match head.rate {
+            Ok(Some((rate, tat))) if !leased.is_empty() => {
+                let tat = rate.after(tat, head.now_us, leased.len() as i64);
+                let spent = rate.allowed(Some(tat), head.now_us) == 0;
+                Some(RateAfter {
+                    tat,
+                    throttled_until: spent.then(|| rate.next_start_ms(tat)),
+                })
+            }
+            _ => None,
+        };
+        let throttled = rate.is_some_and(|r| r.throttled_until.is_some());
         Ok(Plan::Serve(Serving {
             pending,
             k,
             new_active: state.active + leased.len() as i64,
-            leaves: schedule::leaves_after(&state, consumed, leased.len() as i64),
+            leaves: throttled || schedule::leaves_after(&state, consumed, leased.len() as i64),
             leased,
             strays,
+            rate,
         }))
     }
 

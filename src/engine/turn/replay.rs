@@ -47,6 +47,8 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
         leaves,
         leased,
         strays,
+        // The primary replicates the rate's writes as their effects.
+        rate: None,
     };
     let served = q.call.repl.muted(|| claim.write(&lane, serving, deadline))?;
     // This server's own AOF (and nothing else: a replica's replicas get the

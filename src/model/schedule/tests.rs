@@ -20,8 +20,12 @@ fn head(depth: u64, active: i64, limit: Option<i64>, weight: i64) -> Head {
         limit: Ok(limit),
         active: Ok(Some(active)),
         paused: false,
+        rate: Ok(None),
+        now_us: NOW_US,
     }
 }
+
+const NOW_US: i64 = 1_700_000_000_000_000;
 
 fn served_k(turn: Turn) -> i64 {
     match turn {
@@ -222,4 +226,56 @@ fn serviceability_and_ring_transitions() {
     assert_eq!(ring_change(&ready, &paused), RingChange::Leave);
     assert_eq!(ring_change(&ready, &ready), RingChange::Stay);
     assert_eq!(ring_change(&idle, &paused), RingChange::Stay);
+}
+
+#[test]
+fn a_rate_clamps_k_and_throttles_when_it_allows_none() {
+    use crate::model::rate::Rate;
+    let w = ClaimKind::Weighted;
+    let rate = Rate::new(20, 1000, 3).unwrap();
+    let fresh = Head {
+        rate: Ok(Some((rate, None))),
+        ..head(10, 0, None, 8)
+    };
+    assert_eq!(served_k(head_turn(&fresh, w, 1000)), 3, "the burst clamps K");
+    let one_left = Head {
+        rate: Ok(Some((rate, Some(rate.after(None, NOW_US, 2))))),
+        ..fresh
+    };
+    assert_eq!(served_k(head_turn(&one_left, w, 1000)), 1);
+    let spent = rate.after(None, NOW_US, 3);
+    let none_left = Head {
+        rate: Ok(Some((rate, Some(spent)))),
+        ..fresh
+    };
+    assert_eq!(
+        head_turn(&none_left, w, 1000),
+        Turn::Throttle {
+            until: NOW_US / 1000 + 50
+        }
+    );
+    assert_eq!(
+        head_turn(
+            &Head {
+                rate: Err(()),
+                ..fresh
+            },
+            w,
+            1000
+        ),
+        Turn::Skip(Damage::Rate)
+    );
+    // The rate is read last: a lane that cannot be served for another
+    // reason is dropped, damaged rate or not.
+    assert_eq!(
+        head_turn(
+            &Head {
+                rate: Err(()),
+                ..head(0, 0, None, 8)
+            },
+            w,
+            1000
+        ),
+        Turn::Drop
+    );
 }

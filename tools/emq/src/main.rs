@@ -159,7 +159,8 @@ fn run(c: &mut Connection, command: Command, target: String) -> RedisResult<()> 
             let lanes = read::lanes(c, &prefix)?;
             let mut rows = read::rows(c, &prefix, &lanes)?;
             view::sort_by_depth(&mut rows);
-            for line in view::lanes_table(&rows, 200) {
+            let now = read::server_ms(c)?;
+            for line in view::lanes_table(&rows, now, 200) {
                 println!("{line}");
             }
             Ok(())

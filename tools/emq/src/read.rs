@@ -64,7 +64,8 @@ fn cell(v: &Value) -> Result<Option<String>, String> {
     }
 }
 
-/// Each lane's row: depth, active, limit, weight, paused, ringed. Plain
+/// Each lane's row: depth, active, limit, weight, paused, rate, its time in
+/// `P gnext`, ringed. Plain
 /// reads of the keys docs/keyspace.md names, so that the row shows what is
 /// stored, damaged values and keys of the wrong type included: one lane's
 /// damage never hides the other rows.
@@ -84,10 +85,12 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
                 pipe.cmd("HGET").arg(format!("{p}{hash}")).arg(lane);
             }
             pipe.cmd("SISMEMBER").arg(format!("{p}paused")).arg(lane);
+            pipe.cmd("HGET").arg(format!("{p}grate")).arg(lane);
+            pipe.cmd("ZSCORE").arg(format!("{p}gnext")).arg(lane);
         }
         let replies: Vec<Value> = pipe.query(c)?;
         let text = |v: &Value| cell(v).unwrap_or_else(Some);
-        for (lane, r) in page.iter().zip(replies.chunks(5)) {
+        for (lane, r) in page.iter().zip(replies.chunks(7)) {
             out.push(LaneRow {
                 lane: view::printable(lane),
                 depth: match &r[0] {
@@ -101,6 +104,8 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
                     Value::Int(n) => Ok(*n == 1),
                     v => Err(cell(v).err().unwrap_or_else(|| "?".into())),
                 },
+                rate: text(&r[5]),
+                back_at: text(&r[6]),
                 ringed: ring.get(lane).copied().unwrap_or(0),
             });
         }
@@ -132,6 +137,9 @@ pub fn totals(c: &mut Connection, p: &str) -> RedisResult<Totals> {
             "scheduled" => t.scheduled = v,
             "due" => t.due = v,
             "next_due" => t.next_due = value,
+            "throttled" => t.throttled = v,
+            "timed_paused" => t.timed_paused = v,
+            "next_return" => t.next_return = value,
             "dead" => t.dead = v,
             "completed" => t.completed = v,
             "failed" => t.failed = v,

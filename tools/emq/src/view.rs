@@ -13,6 +13,11 @@ pub struct LaneRow {
     pub limit: Option<String>,
     pub weight: Option<String>,
     pub paused: Result<bool, String>,
+    /// Its rate as stored (`P grate`), when it has one.
+    pub rate: Option<String>,
+    /// When it may be served again (`P gnext`, ms, as stored): throttled
+    /// until then, or paused until then.
+    pub back_at: Option<String>,
     /// How many times the ring holds the lane (1 when healthy and
     /// serviceable; 2 or more only after outside damage).
     pub ringed: usize,
@@ -33,6 +38,11 @@ pub struct Totals {
     pub scheduled: i64,
     pub due: i64,
     pub next_due: Option<i64>,
+    /// Lanes in `P gnext`: throttled by their rate, paused until a time;
+    /// and the first time one comes back.
+    pub throttled: i64,
+    pub timed_paused: i64,
+    pub next_return: Option<i64>,
     pub dead: i64,
     /// As stored (a damaged one shown as it is).
     pub max_stalled: Option<String>,
@@ -127,12 +137,42 @@ fn fit(name: &str, width: usize) -> String {
     out
 }
 
-const HEADER: [&str; 6] = ["DEPTH", "ACTIVE/LIMIT", "WEIGHT", "PAUSED", "RINGED", "LANE"];
+const HEADER: [&str; 7] = [
+    "DEPTH",
+    "ACTIVE/LIMIT",
+    "WEIGHT",
+    "RATE",
+    "PAUSED",
+    "RINGED",
+    "LANE",
+];
+const COLUMNS: usize = HEADER.len() - 1;
 
-/// The lanes table: a header and one line per row (the lane name last, so
-/// that a long one costs only its own column).
-pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
+/// A rate as people read it: `20/1s`, with `b5` when its burst is not its
+/// count; as stored when it is not a rate (damaged).
+fn rate_cell(text: &str) -> String {
+    let parts: Vec<Option<i64>> = text.split(' ').map(|p| p.parse().ok()).collect();
+    match parts[..] {
+        [Some(n), Some(period), Some(burst)] if n == burst => format!("{n}/{}", duration(period)),
+        [Some(n), Some(period), Some(burst)] => format!("{n}/{} b{burst}", duration(period)),
+        _ => format!("{text} (damaged)"),
+    }
+}
+
+/// The lanes table at server time `now`: a header and one line per row
+/// (the lane name last, so that a long one costs only its own column). A
+/// throttled lane's rate, and a timed pause, say how long they have left.
+pub fn lanes_table(rows: &[LaneRow], now: i64, width: usize) -> Vec<String> {
+    let left = |r: &LaneRow| -> Option<String> {
+        let at = r.back_at.as_deref()?;
+        Some(match at.parse::<f64>() {
+            Ok(at) if at as i64 > now => duration(at as i64 - now),
+            Ok(_) => "due".into(),
+            Err(_) => format!("{at}?"),
+        })
+    };
     let numbers = |r: &LaneRow| {
+        let paused = matches!(r.paused, Ok(true));
         [
             match &r.depth {
                 Ok(d) => thousands(*d as i64),
@@ -144,10 +184,16 @@ pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
                 r.limit.as_deref().unwrap_or("-")
             ),
             r.weight.clone().unwrap_or_else(|| "1".into()),
-            match &r.paused {
-                Ok(true) => "yes".into(),
-                Ok(false) => "no".into(),
-                Err(e) => e.clone(),
+            match (r.rate.as_deref(), left(r).filter(|_| !paused)) {
+                (None, _) => "-".into(),
+                (Some(rate), None) => rate_cell(rate),
+                (Some(rate), Some(wait)) => format!("{} wait {wait}", rate_cell(rate)),
+            },
+            match (&r.paused, left(r)) {
+                (Ok(true), Some(until)) => format!("for {until}"),
+                (Ok(true), None) => "yes".into(),
+                (Ok(false), _) => "no".into(),
+                (Err(e), _) => e.clone(),
             },
             match r.ringed {
                 0 => "no".to_string(),
@@ -156,9 +202,9 @@ pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
             },
         ]
     };
-    let cells: Vec<[String; 5]> = rows.iter().map(numbers).collect();
-    let mut w = [0; 5];
-    for (i, h) in HEADER[..5].iter().enumerate() {
+    let cells: Vec<[String; COLUMNS]> = rows.iter().map(numbers).collect();
+    let mut w = [0; COLUMNS];
+    for (i, h) in HEADER[..COLUMNS].iter().enumerate() {
         w[i] = cells
             .iter()
             .map(|c| c[i].chars().count())
@@ -168,7 +214,7 @@ pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
     }
     let used: usize = w.iter().map(|x| x + 2).sum();
     let name_width = width.saturating_sub(used).max(8);
-    let line = |c: [&str; 5], name: &str| {
+    let line = |c: [&str; COLUMNS], name: &str| {
         let mut s = String::new();
         for (i, cell) in c.iter().enumerate() {
             let _ = write!(s, "{cell:>w$}  ", w = w[i]);
@@ -176,12 +222,9 @@ pub fn lanes_table(rows: &[LaneRow], width: usize) -> Vec<String> {
         s.push_str(&fit(name, name_width));
         s.trim_end().to_string()
     };
-    let mut out = vec![line(
-        [HEADER[0], HEADER[1], HEADER[2], HEADER[3], HEADER[4]],
-        HEADER[5],
-    )];
+    let mut out = vec![line(std::array::from_fn(|i| HEADER[i]), HEADER[COLUMNS])];
     for (row, c) in rows.iter().zip(&cells) {
-        out.push(line([&c[0], &c[1], &c[2], &c[3], &c[4]], &row.lane));
+        out.push(line(std::array::from_fn(|i| c[i].as_str()), &row.lane));
     }
     out
 }
@@ -197,10 +240,11 @@ pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Ve
     let paused = if t.queue_paused { "   QUEUE PAUSED" } else { "" };
     vec![
         format!(
-            "lanes {}   ringed {}   paused {}   leased {}   expired {}   dead {}{paused}",
+            "lanes {}   ringed {}   paused {}   throttled {}   leased {}   expired {}   dead {}{paused}",
             thousands(lanes as i64),
             thousands(t.ringed),
             thousands(t.paused),
+            thousands(t.throttled),
             thousands(t.leased),
             thousands(t.expired),
             thousands(t.dead),
@@ -220,10 +264,14 @@ pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Ve
             },
         ),
         format!(
-            "server: {} jobs/s claimed   next lease deadline {}   next due {}",
+            "server: {} jobs/s claimed   next lease deadline {}   next due {}{}",
             rate.map_or("-".into(), |r| thousands(r.round() as i64)),
             when(t.next_deadline, "expired"),
             when(t.next_due, "due"),
+            match t.next_return {
+                Some(_) => format!("   next return {}", when(t.next_return, "due")),
+                None => String::new(),
+            },
         ),
     ]
 }
@@ -245,7 +293,7 @@ pub fn top_frame(
     // Title, blank, three totals, blank, header, the "more" line.
     let room = height.saturating_sub(8).max(1);
     let shown = rows.len().min(room);
-    out.extend(lanes_table(&rows[..shown], width));
+    out.extend(lanes_table(&rows[..shown], now, width));
     if rows.len() > shown {
         out.push(format!(
             "… {} more lanes (deepest first)",
@@ -267,6 +315,8 @@ mod tests {
             limit: None,
             weight: None,
             paused: Ok(false),
+            rate: None,
+            back_at: None,
             ringed: 1,
         }
     }
@@ -303,19 +353,57 @@ mod tests {
         let mut damaged = row("x", 0);
         damaged.weight = Some("abc".into());
         damaged.ringed = 0;
-        let t = lanes_table(&[r, damaged], 60);
-        assert_eq!(t[0], " DEPTH  ACTIVE/LIMIT  WEIGHT  PAUSED  RINGED  LANE");
+        let t = lanes_table(&[r, damaged], 0, 66);
+        assert_eq!(t[0], " DEPTH  ACTIVE/LIMIT  WEIGHT  RATE  PAUSED  RINGED  LANE");
         assert_eq!(
             t[1],
-            "12,004           3/4       1     yes      2x  tenant-with-a…"
+            "12,004           3/4       1     -     yes      2x  tenant-with-a…"
         );
-        assert_eq!(t[2], "     0           0/-     abc      no      no  x");
+        assert_eq!(t[2], "     0           0/-     abc     -      no      no  x");
 
         let mut wrong = row("w", 0);
         wrong.depth = Err("WRONGTYPE".into());
         wrong.paused = Err("WRONGTYPE".into());
-        let t = lanes_table(&[wrong], 80);
-        assert_eq!(t[1], "WRONGTYPE           0/-       1  WRONGTYPE     yes  w");
+        let t = lanes_table(&[wrong], 0, 80);
+        assert_eq!(
+            t[1],
+            "WRONGTYPE           0/-       1     -  WRONGTYPE     yes  w"
+        );
+    }
+
+    #[test]
+    fn rates_and_timed_pauses_say_how_long_they_have_left() {
+        let mut rated = row("r", 5);
+        rated.rate = Some("20 1000 5".into());
+        rated.back_at = Some("10250".into());
+        rated.ringed = 0;
+        let mut parked = row("p", 5);
+        parked.paused = Ok(true);
+        parked.back_at = Some("14900".into());
+        parked.rate = Some("3 60000 3".into());
+        let mut broken = row("x", 1);
+        broken.rate = Some("fast".into());
+        let t = lanes_table(&[rated, parked, broken], 10_000, 100);
+        assert!(
+            t[1].contains("20/1.0s b5 wait 250ms") && t[1].contains(" no "),
+            "{}",
+            t[1]
+        );
+        assert!(
+            t[2].contains(" 3/1m00s ") && t[2].contains("for 4.9s"),
+            "{}",
+            t[2]
+        );
+        assert!(t[3].contains("fast (damaged)"), "{}", t[3]);
+        let totals = Totals {
+            throttled: 1,
+            timed_paused: 1,
+            next_return: Some(10_250),
+            ..Totals::default()
+        };
+        let lines = totals_lines(3, &totals, 10_000, None);
+        assert!(lines[0].contains("throttled 1"), "{}", lines[0]);
+        assert!(lines[2].ends_with("next return in 250ms"), "{}", lines[2]);
     }
 
     #[test]
@@ -340,7 +428,7 @@ mod tests {
     fn damaged_values_and_times_are_shown_as_damaged() {
         let mut bad = row("b", 1);
         bad.active = Some(printable(b"\x1b[2J"));
-        let t = lanes_table(&[bad], 80);
+        let t = lanes_table(&[bad], 0, 80);
         assert!(!t[1].contains('\x1b'), "{}", t[1]);
         let totals = Totals {
             max_stalled: Some("abc".into()),

@@ -1,0 +1,122 @@
+//! Rates and timed pauses (docs/commands.md, "EMQ.RATE" and "EMQ.PAUSE"): a
+//! lane that may not be served until a time waits in `P gnext` at that
+//! time, out of the ring, and comes back by itself — rung by the first claim
+//! after it (bounded, as expired leases are) or by the timer while clients
+//! wait. A lane in `P gnext` that is also in `P paused` is paused until
+//! then; one that is not is throttled by its rate until then.
+
+use crate::ffi::{Arg, Key, Kind};
+use crate::model::error::Error;
+use crate::model::layout::Fixed;
+use crate::model::rate::{parse_tat, Rate};
+use crate::queue::{Queue, Score};
+
+use super::lanes;
+use super::timer;
+
+/// EMQ.RATE: sets (`Some`) or removes the lane's rate. A damaged rate or
+/// arrival time is what an operator sets a new rate to fix: the rate is
+/// replaced, a damaged arrival time forgotten (no debt). Unless the lane is
+/// paused, its place in `P gnext` and in the ring then follows its new rate.
+pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
+    q.ring()?;
+    let (rates, tats, next) = (q.rates()?, q.tats()?, q.next()?);
+    let read = q.lane_read(lane);
+    let paused = read.paused.clone()?;
+    let tat = match tats.hash_get(lane) {
+        None => None,
+        Some(text) => match parse_tat(text.bytes()) {
+            Some(tat) => Some(tat),
+            None => {
+                q.hdel(tats, &[lane]);
+                None
+            }
+        },
+    };
+    match rate {
+        Some(rate) => {
+            let text = q.ctx.string(rate.format().as_bytes());
+            q.hset(rates, &[(lane, text.as_arg())], c"hset");
+        }
+        None => {
+            if rates.hash_has(lane) {
+                q.hdel(rates, &[lane]);
+            }
+            if tat.is_some() {
+                q.hdel(tats, &[lane]);
+            }
+        }
+    }
+    if !paused {
+        let now_us = q.ctx.now_ms().saturating_mul(1000);
+        let until = rate
+            .filter(|r| r.allowed(tat, now_us) == 0)
+            .map(|r| r.next_start_ms(tat.unwrap_or(now_us)));
+        match until {
+            Some(at) => wait_until(q, next, lane, at),
+            None => forget(q, next, lane),
+        }
+        if let Ok(state) = read.lane() {
+            let throttled = until.is_some();
+            q.settle(
+                lane,
+                crate::model::schedule::Lane { throttled, ..state }.serviceable(),
+            )?;
+        }
+    }
+    q.wake_waiters();
+    Ok(())
+}
+
+/// EMQ.PAUSE: into `P paused`, out of the ring; with `FOR ms`, resumed by
+/// the module at `now + ms`. A plain PAUSE cancels a timed one.
+pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
+    match for_ms {
+        Some(ms) => {
+            let next = q.next()?;
+            lanes::pause(q, lane)?;
+            wait_until(q, next, lane, q.ctx.now_ms().saturating_add(ms));
+        }
+        None => {
+            let next = q.optional(Fixed::Next, Kind::Zset)?;
+            lanes::pause(q, lane)?;
+            if let Some(next) = next {
+                forget(q, next, lane);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// EMQ.RESUME: at once, a timed pause cancelled. (A throttled lane's wait
+/// goes too: the first claim that meets it throttled puts it back.)
+pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
+    q.ring()?;
+    q.is_paused(lane)?;
+    if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {
+        forget(q, next, lane);
+    }
+    lanes::resume(q, lane)
+}
+
+/// `ZADD P gnext at lane`, and the timer of waiting clients fires by then.
+pub fn wait_until(q: &Queue, next: Key, lane: Arg, at: i64) {
+    if next.zset_score(lane) != Some(at as f64) {
+        let text = q.ctx.string_from_i64(at);
+        q.zadd(
+            next,
+            Score {
+                value: at,
+                text: text.as_arg(),
+            },
+            &[lane],
+        );
+    }
+    timer::due(q.ctx, q.prefix_bytes, at);
+}
+
+fn forget(q: &Queue, next: Key, lane: Arg) {
+    if next.zset_score(lane).is_some() {
+        q.zrem(next, &[lane], c"zrem");
+    }
+}

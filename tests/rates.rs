@@ -1,0 +1,421 @@
+//! Rates and timed pauses (docs/commands.md, "Rates and timed pauses"): a
+//! rated lane starts no more jobs than its GCRA bound under any number of
+//! claimers while the others are served as before; a lane paused for a while
+//! comes back by itself to blocking and polling workers; both are visible to
+//! an operator, refuse bad input without a change, treat damaged state as
+//! lane damage, and reach a replica and the AOF.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use support::fixtures::{fill, now_ms, ring, served, zscore};
+use support::replication::{digest, replicated_and_persisted};
+use support::{emq_stat, wait_for, Conn, Server, Value};
+
+const P: &str = "rt{q}:";
+/// Long enough that no lease of a test ends while it runs.
+const LEASE: i64 = 600_000;
+
+fn field(v: &Value, name: &str) -> Value {
+    v.field(name)
+        .unwrap_or_else(|| panic!("no field {name} in {}", v.render()))
+        .clone()
+}
+
+/// Every start (server ms) of a job of `lane` leased under `LEASE`, sorted:
+/// its deadline in `P active` less the lease.
+fn starts(c: &mut Conn, lane: &str) -> Vec<i64> {
+    let all = c
+        .ok(&["ZRANGE", &format!("{P}active"), "0", "-1", "WITHSCORES"])
+        .texts();
+    let mut starts: Vec<i64> = all
+        .chunks(2)
+        .filter(|p| p[0].starts_with(&format!("JOB-{lane}-")))
+        .map(|p| p[1].parse::<f64>().unwrap() as i64 - LEASE)
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
+/// The most starts in any window of `ms` that begins at a start.
+fn busiest(starts: &[i64], ms: i64) -> usize {
+    (0..starts.len())
+        .map(|i| starts[i..].iter().take_while(|&&t| t < starts[i] + ms).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// 16 clients run WCLAIM for `secs` on lanes a and b (weight 1) and r
+/// (weight 3); the jobs each lane was served.
+fn claim_for(server: &Server, secs: u64) -> BTreeMap<String, usize> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let mut c = server.conn();
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut got: BTreeMap<String, usize> = BTreeMap::new();
+                while !stop.load(Ordering::Relaxed) {
+                    for job in served(&c.ok(&["EMQ.WCLAIM", P, &LEASE.to_string()])) {
+                        *got.entry(job.3).or_default() += 1;
+                    }
+                    // Paced, so that no lane runs dry in the run.
+                    thread::sleep(Duration::from_millis(1));
+                }
+                got
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    let mut total: BTreeMap<String, usize> = BTreeMap::new();
+    for w in workers {
+        for (lane, n) in w.join().unwrap() {
+            *total.entry(lane).or_default() += n;
+        }
+    }
+    total
+}
+
+fn three_lanes(c: &mut Conn) {
+    for lane in ["a", "b", "r"] {
+        fill(c, P, lane, 50_000);
+    }
+    c.ok(&["EMQ.WEIGHT", P, "r", "3"]);
+}
+
+#[test]
+fn a_rated_lane_keeps_its_bound_under_sixteen_claimers_and_costs_the_others_nothing() {
+    // The run with no rate: the unthrottled lanes' shares to compare with.
+    let plain = Server::start();
+    three_lanes(&mut plain.conn());
+    let without = claim_for(&plain, 3);
+    drop(plain);
+
+    let server = Server::start();
+    let mut c = server.conn();
+    three_lanes(&mut c);
+    assert_eq!(
+        c.ok(&["EMQ.RATE", P, "r", "20", "1000", "BURST", "5"]).text(),
+        "OK"
+    );
+    let began = now_ms(&mut c);
+    let with = claim_for(&server, 3);
+    let ended = now_ms(&mut c);
+
+    let r = starts(&mut c, "r");
+    assert_eq!(r.len(), with["r"], "every start of r is in P active");
+    for window in [250, 500, 1000] {
+        let bound = 5 + 20 * window as usize / 1000 + 1;
+        let most = busiest(&r, window);
+        assert!(most <= bound, "{most} starts of r in {window} ms, bound {bound}");
+    }
+    // Not starved either: its burst and most of 20 a second.
+    let secs = (ended - began) as f64 / 1000.0;
+    assert!(
+        r.len() as f64 >= 5.0 + 20.0 * (secs - 1.0),
+        "r started {} jobs in {secs:.1} s",
+        r.len()
+    );
+    // The others: a throttled head never costs them a turn, and a and b
+    // share the turns as they did with no rate set.
+    let others = |m: &BTreeMap<String, usize>| (m["a"] + m["b"]) as f64;
+    assert!(
+        others(&with) >= 0.9 * others(&without),
+        "a and b served as fast as without a rate: {with:?}, without: {without:?}"
+    );
+    assert_eq!(emq_stat(&mut c, "claims_empty"), 0, "no claim came back empty");
+    let share = |m: &BTreeMap<String, usize>| m["a"] as f64 / (m["a"] + m["b"]) as f64;
+    let (was, is) = (share(&without), share(&with));
+    assert!(
+        (is - was).abs() <= 0.1 * was,
+        "a's share of a and b: {is:.3} with r rated, {was:.3} without"
+    );
+    assert!(
+        emq_stat(&mut c, "lanes_throttled") >= 1 && emq_stat(&mut c, "lanes_returned") >= 1,
+        "r left the ring throttled and came back"
+    );
+}
+
+#[test]
+fn a_throttled_lane_rung_by_a_script_is_dropped_and_enqueue_does_not_ring_it() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "a", 5);
+    fill(&mut c, P, "r", 5);
+    c.ok(&["EMQ.RATE", P, "r", "1", "60000", "BURST", "1"]);
+    assert_eq!(ring(&mut c, P), ["a", "r"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "1000"]))[0].3, "a");
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "1000"]))[0].3, "r");
+    assert_eq!(ring(&mut c, P), ["a"], "r left the ring throttled");
+    let until = zscore(&mut c, &format!("{P}gnext"), "r").expect("r waits in P gnext");
+    let now = now_ms(&mut c);
+    assert!(
+        (now + 59_000..=now + 60_001).contains(&until),
+        "until {until}, now {now}"
+    );
+    // A native ENQUEUE knows: r stays out.
+    fill(&mut c, P, "r2", 1);
+    c.ok(&["EMQ.ENQUEUE", P, "r", "JOB-r-late", "x"]);
+    assert!(!ring(&mut c, P).contains(&"r".to_string()));
+    // A script that rings it does not: the first claim meeting it drops it.
+    c.ok(&["RPUSH", &format!("{P}ring"), "r"]);
+    assert_eq!(ring(&mut c, P), ["a", "r2", "r"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "1000"]))[0].3, "a");
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "1000"]))[0].3, "r2");
+    assert_eq!(
+        c.ok(&["EMQ.CLAIM", P, "1000"]),
+        Value::Array(vec![]),
+        "r met throttled"
+    );
+    assert_eq!(ring(&mut c, P), ["a"]);
+    assert_eq!(zscore(&mut c, &format!("{P}gnext"), "r"), Some(until));
+    // RATE NONE frees it: rung at once.
+    c.ok(&["EMQ.RATE", P, "r", "NONE"]);
+    assert_eq!(ring(&mut c, P), ["a", "r"]);
+    assert_eq!(zscore(&mut c, &format!("{P}gnext"), "r"), None);
+    assert_eq!(c.int(&["EXISTS", &format!("{P}grate"), &format!("{P}gtat")]), 0);
+}
+
+#[test]
+fn a_lane_paused_for_a_while_comes_back_by_itself_to_a_waiting_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "p", 3);
+    let paused_at = now_ms(&mut c);
+    c.ok(&["EMQ.PAUSE", P, "p", "FOR", "300"]);
+    assert!(ring(&mut c, P).is_empty());
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "5000"]);
+    let jobs = served(&waiter.join().unwrap().unwrap());
+    assert_eq!(jobs.len(), 1, "served with nobody calling RESUME");
+    let start = starts(&mut c, "p")[0];
+    let late = start - (paused_at + 300);
+    let tolerance = 250 * i64::from(support::server::slow());
+    assert!(
+        (0..tolerance).contains(&late),
+        "served {late} ms after the pause's end"
+    );
+    assert_eq!(c.int(&["SISMEMBER", &format!("{P}paused"), "p"]), 0, "resumed");
+    assert_eq!(c.int(&["EXISTS", &format!("{P}gnext")]), 0);
+    assert!(emq_stat(&mut c, "lanes_returned") >= 1);
+}
+
+#[test]
+fn a_lane_paused_for_a_while_comes_back_by_itself_to_a_polling_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "p", 3);
+    let paused_at = now_ms(&mut c);
+    c.ok(&["EMQ.PAUSE", P, "p", "FOR", "300"]);
+    let asked = Instant::now();
+    let mut polls = 0;
+    let jobs = loop {
+        let jobs = served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]));
+        if !jobs.is_empty() {
+            break jobs;
+        }
+        polls += 1;
+        assert!(asked.elapsed() < Duration::from_secs(10), "never served");
+        thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(jobs[0].3, "p");
+    assert!(polls > 10, "it waited out its pause ({polls} empty polls)");
+    let late = starts(&mut c, "p")[0] - (paused_at + 300);
+    let tolerance = 100 * i64::from(support::server::slow());
+    assert!(
+        (0..tolerance).contains(&late),
+        "served {late} ms after the pause's end"
+    );
+}
+
+#[test]
+fn resume_ends_a_timed_pause_at_once_and_a_plain_pause_cancels_it() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "p", 3);
+    fill(&mut c, P, "q", 3);
+    c.ok(&["EMQ.PAUSE", P, "p", "FOR", "60000"]);
+    c.ok(&["EMQ.RESUME", P, "p"]);
+    assert_eq!(ring(&mut c, P), ["q", "p"]);
+    assert_eq!(
+        zscore(&mut c, &format!("{P}gnext"), "p"),
+        None,
+        "the timed resume cancelled"
+    );
+    c.ok(&["EMQ.PAUSE", P, "q", "FOR", "200"]);
+    c.ok(&["EMQ.PAUSE", P, "q"]);
+    assert_eq!(zscore(&mut c, &format!("{P}gnext"), "q"), None);
+    let waiter = server.call_in_thread(&["EMQ.CLAIM", P, "1000", "BLOCK", "600"]);
+    assert_eq!(served(&waiter.join().unwrap().unwrap())[0].3, "p");
+    thread::sleep(Duration::from_millis(400));
+    for _ in 0..3 {
+        let got = served(&c.ok(&["EMQ.CLAIM", P, "1000"]));
+        assert!(got.iter().all(|j| j.3 == "p"), "q stays paused: {got:?}");
+    }
+    let lane = c.ok(&["EMQ.LANE", P, "q"]);
+    assert_eq!(field(&lane, "paused"), Value::Int(1));
+    assert_eq!(field(&lane, "paused_until"), Value::Nil);
+}
+
+#[test]
+fn lane_queue_and_info_show_throttled_and_parked_lanes() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "r", 5);
+    fill(&mut c, P, "p", 5);
+    c.ok(&["EMQ.RATE", P, "r", "2", "60000"]);
+    let lane = c.ok(&["EMQ.LANE", P, "r"]);
+    assert_eq!(
+        field(&lane, "rate").text(),
+        "2 60000 2",
+        "the burst defaults to n"
+    );
+    assert_eq!(field(&lane, "throttled"), Value::Int(0));
+    assert_eq!(field(&lane, "throttled_until"), Value::Nil);
+    let now = now_ms(&mut c);
+    let got = served(&c.ok(&["EMQ.BCLAIM", P, "1000"]));
+    assert_eq!((got.len(), got[0].3.as_str()), (2, "r"), "K clamped by the burst");
+    let lane = c.ok(&["EMQ.LANE", P, "r"]);
+    assert_eq!(field(&lane, "throttled"), Value::Int(1));
+    let until = field(&lane, "throttled_until").int();
+    assert!(
+        (now + 29_000..=now + 31_000).contains(&until),
+        "next start {until}, now {now}"
+    );
+    assert_eq!(field(&lane, "ringed"), Value::Int(0));
+    c.ok(&["EMQ.PAUSE", P, "p", "FOR", "5000"]);
+    let lane = c.ok(&["EMQ.LANE", P, "p"]);
+    let paused_until = field(&lane, "paused_until").int();
+    assert!((now + 4_000..=now + 6_000).contains(&paused_until));
+    assert_eq!(field(&lane, "rate"), Value::Nil);
+    let queue = c.ok(&["EMQ.QUEUE", P]);
+    assert_eq!(field(&queue, "throttled"), Value::Int(1));
+    assert_eq!(field(&queue, "timed_paused"), Value::Int(1));
+    assert_eq!(field(&queue, "next_return"), Value::Int(paused_until));
+    assert_eq!(emq_stat(&mut c, "lanes_throttled"), 1);
+}
+
+#[test]
+fn bad_rates_and_timed_pauses_are_refused_and_change_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "a", 3);
+    c.ok(&["EMQ.RATE", P, "a", "5", "1000"]);
+    let before = digest(&mut c);
+    let n = "ERR n must be an integer from 1 to 1000000000";
+    let period = "ERR period must be an integer from 1 to 31536000000";
+    let burst = "ERR burst must be an integer from 1 to 1000000000";
+    let ms = "ERR ms must be an integer from 1 to 1099511627776";
+    let syntax = "ERR syntax error";
+    let cases: &[(&[&str], &str)] = &[
+        (&["EMQ.RATE", P, "a", "0", "1000"], n),
+        (&["EMQ.RATE", P, "a", "-3", "1000"], n),
+        (&["EMQ.RATE", P, "a", "2.5", "1000"], n),
+        (&["EMQ.RATE", P, "a", "5", "0"], period),
+        (&["EMQ.RATE", P, "a", "5", "-1000"], period),
+        (&["EMQ.RATE", P, "a", "5", "1.5"], period),
+        (&["EMQ.RATE", P, "a", "5", "1000x"], period),
+        (&["EMQ.RATE", P, "a", "5", "31536000001"], period),
+        (&["EMQ.RATE", P, "a", "5", "1000", "BURST"], syntax),
+        (&["EMQ.RATE", P, "a", "5", "1000", "BURST", "0"], burst),
+        (&["EMQ.RATE", P, "a", "5", "1000", "BURST", "x"], burst),
+        (&["EMQ.RATE", P, "a", "5", "1000", "LIMIT", "2"], syntax),
+        (&["EMQ.RATE", P, "a", "NONE", "1000"], n),
+        (
+            &["EMQ.RATE", P, "", "5", "1000"],
+            "ERR the lane must not be empty",
+        ),
+        (&["EMQ.PAUSE", P, "a", "FOR"], syntax),
+        (&["EMQ.PAUSE", P, "a", "FOR", "0"], ms),
+        (&["EMQ.PAUSE", P, "a", "FOR", "-5"], ms),
+        (&["EMQ.PAUSE", P, "a", "FOR", "soon"], ms),
+        (&["EMQ.PAUSE", P, "a", "UNTIL", "5"], syntax),
+        (
+            &["EMQ.PAUSE", P, "a", "FOR", "5", "6"],
+            "ERR wrong number of arguments for 'emq.pause' command",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(c.cmd(args).unwrap_err(), *want, "{args:?}");
+    }
+    assert_eq!(digest(&mut c), before, "nothing changed");
+    // Not the server's: a key of another type.
+    c.ok(&["SET", &format!("{P}gnext"), "x"]);
+    let wrong = c.cmd(&["EMQ.PAUSE", P, "a", "FOR", "100"]).unwrap_err();
+    assert!(wrong.starts_with("WRONGTYPE"), "{wrong}");
+    assert_eq!(
+        c.int(&["SISMEMBER", &format!("{P}paused"), "a"]),
+        0,
+        "not paused either"
+    );
+}
+
+#[test]
+fn damaged_rate_state_skips_its_lane_and_the_others_are_served() {
+    for (key, value) in [("grate", "20 per second"), ("gtat", "soon")] {
+        let server = Server::start();
+        let mut c = server.conn();
+        fill(&mut c, P, "r", 5);
+        fill(&mut c, P, "a", 5);
+        c.ok(&["EMQ.RATE", P, "r", "20", "1000"]);
+        c.ok(&["HSET", &format!("{P}{key}"), "r", value]);
+        for _ in 0..6 {
+            let got = served(&c.ok(&["EMQ.CLAIM", P, "1000"]));
+            assert!(got.iter().all(|j| j.3 == "a"), "{key}: {got:?}");
+        }
+        assert!(emq_stat(&mut c, "lanes_skipped") >= 1);
+        assert_eq!(c.int(&["ZCARD", &format!("{P}g:r:pending")]), 5, "r untouched");
+        let err = c.cmd(&["EMQ.LANE", P, "r"]).unwrap_err();
+        let what = if key == "grate" {
+            "rate of lane 'r'"
+        } else {
+            "arrival time of lane 'r'"
+        };
+        assert!(err.contains(what) && err.contains(&format!("{P}{key}")), "{err}");
+        // Setting a rate mends it.
+        c.ok(&["EMQ.RATE", P, "r", "20", "1000"]);
+        wait_for("r served again", || {
+            served(&c.ok(&["EMQ.CLAIM", P, "1000"]))
+                .iter()
+                .any(|j| j.3 == "r")
+        });
+    }
+}
+
+/// Rates, throttled turns, timed pauses and the timer's re-rings, each as a
+/// replica and an AOF reload see them.
+fn rated_work(server: &Server, c: &mut Conn) {
+    fill(c, P, "a", 30);
+    fill(c, P, "p", 5);
+    c.ok(&["EMQ.PAUSE", P, "a"]);
+    c.ok(&["EMQ.PAUSE", P, "p", "FOR", "150"]);
+    // A waiter served by the timer's re-ring of p.
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, "60000", "BLOCK", "5000"]);
+    assert_eq!(served(&waiter.join().unwrap().unwrap())[0].3, "p");
+    // r: its burst, then throttled and back, again and again, beside a.
+    fill(c, P, "r", 30);
+    c.ok(&["EMQ.RATE", P, "r", "10", "200", "BURST", "2"]);
+    c.ok(&["EMQ.WEIGHT", P, "r", "4"]);
+    c.ok(&["EMQ.RESUME", P, "a"]);
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_millis(600) {
+        c.ok(&["EMQ.WCLAIM", P, "60000"]);
+        thread::sleep(Duration::from_millis(3));
+    }
+    assert!(emq_stat(c, "lanes_throttled") >= 2 && emq_stat(c, "lanes_returned") >= 2);
+}
+
+#[test]
+fn rate_state_and_returns_reach_a_replica_and_the_aof_as_effects() {
+    replicated_and_persisted(&[], false, rated_work);
+}
+
+#[test]
+fn rate_state_and_returns_reach_a_replica_and_the_aof_under_replicate_command() {
+    replicated_and_persisted(&["--emq.replicate", "command"], true, rated_work);
+}
