@@ -59,23 +59,38 @@ impl Bench {
     /// One claim scenario: `setup` builds the same state under both
     /// prefixes; each block runs `calls / ROUNDS` claims of `verb`.
     pub fn claims(&mut self, name: &str, verb: &str, calls: usize, setup: Setup) -> Row {
+        self.compare(name, verb, calls, setup, Side::Lua, setup)
+    }
+
+    /// Native claims on the state `setup` builds against `other`'s claims on
+    /// the state `other_setup` builds (the "lua" columns of the row).
+    pub fn compare(
+        &mut self,
+        name: &str,
+        verb: &str,
+        calls: usize,
+        setup: Setup,
+        other: Side,
+        other_setup: Setup,
+    ) -> Row {
         flush(&mut self.c);
         let (n, l) = ("bn{q}:", "bl{q}:");
         setup(&mut self.c, n);
-        setup(&mut self.c, l);
+        other_setup(&mut self.c, l);
         let native_cmd = Side::Native
             .calls(&mut self.c, &self.twins, verb, n, &[LEASE])
             .remove(0);
-        let lua_cmd = Side::Lua
-            .calls(&mut self.c, &self.twins, verb, l, &[LEASE])
-            .remove(0);
+        let lua_cmd = other.calls(&mut self.c, &self.twins, verb, l, &[LEASE]).remove(0);
         let (mut native, mut lua) = (Tally::default(), Tally::default());
         for _ in 0..ROUNDS {
-            for (side, tally, cmd) in [
-                (Side::Native, &mut native, &native_cmd),
-                (Side::Lua, &mut lua, &lua_cmd),
+            for (first, side, tally, cmd) in [
+                (true, Side::Native, &mut native, &native_cmd),
+                (false, other, &mut lua, &lua_cmd),
             ] {
-                if native_only() && side == Side::Lua {
+                // Profiling: the first side alone (the other one alone with
+                // `EMQ_BENCH_OTHER=1`).
+                let other_only = std::env::var("EMQ_BENCH_OTHER").is_ok_and(|v| v == "1");
+                if native_only() && first == other_only {
                     continue;
                 }
                 reset_stats(&mut self.c);
@@ -158,6 +173,31 @@ impl Bench {
         let name = "WCLAIM, 20,000 lanes at ceiling 1";
         if selected(name) {
             rows.push(self.claims(name, "wclaim", 8_000, &|c, p| lanes(c, p, 20_000, 2, 1, Some(1))));
+        }
+        // A rate costs what a ceiling does: every lane rated (never reached,
+        // so that every turn serves and writes its arrival time) against
+        // every lane at a ceiling (never reached), both native; the ceiling
+        // side's figures are in the row's "lua" columns. At 100 lanes the
+        // per-lane hashes are listpacks (each field read a scan); at 10,000
+        // they are hash tables.
+        for (count, label) in [(100usize, "100"), (10_000, "10,000")] {
+            let name = format!("WCLAIM K=1, {label} lanes each rated, vs each at a ceiling (both native)");
+            if !selected(&name) {
+                continue;
+            }
+            let depth = CALLS / count + 1;
+            let rated = |c: &mut super::support::Conn, p: &str| {
+                lanes(c, p, count, depth, 1, None);
+                let cmds = (0..count)
+                    .map(|i| args(&["EMQ.RATE", p, &format!("l{i}"), "1000000", "1000"]))
+                    .collect::<Vec<_>>();
+                send(c, &cmds);
+            };
+            rows.push(
+                self.compare(&name, "wclaim", CALLS, &rated, Side::Native, &|c, p| {
+                    lanes(c, p, count, depth, 1, Some(1_000_000))
+                }),
+            );
         }
         let name = "WCLAIM K=1, 100,000 lanes";
         if selected(name) {

@@ -30,22 +30,22 @@ impl Rate {
     }
 
     /// The stored text, as [`Rate::format`] writes it; `None` when damaged.
+    /// Read on every turn of a rated lane: by hand, without allocating.
     pub fn parse(text: &[u8]) -> Option<Rate> {
-        let text = std::str::from_utf8(text).ok()?;
-        let mut parts = text.split(' ');
-        let mut next = || -> Option<i64> {
+        let mut numbers = [0i64; 3];
+        let mut parts = text.split(|&b| b == b' ');
+        for slot in &mut numbers {
             let part = parts.next()?;
             // Digits only: no sign, no padding (what `format` writes).
-            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            if part.is_empty() || part.len() > 18 || !part.iter().all(u8::is_ascii_digit) {
                 return None;
             }
-            part.parse().ok()
-        };
-        let (n, period, burst) = (next()?, next()?, next()?);
+            *slot = part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        }
         if parts.next().is_some() {
             return None;
         }
-        Rate::new(n, period, burst)
+        Rate::new(numbers[0], numbers[1], numbers[2])
     }
 
     pub fn format(&self) -> String {

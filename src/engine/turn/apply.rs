@@ -41,7 +41,13 @@ impl<'q> Claim<'q> {
                 let (k, leaves) = (s.k, s.leaves);
                 // Opened (and permission-checked) before the first write.
                 let rate = match s.rate {
-                    Some(after) => Some((after, q.tats()?, q.next()?)),
+                    Some(after) => {
+                        let next = match after.throttled_until {
+                            Some(_) => Some(q.next()?),
+                            None => None,
+                        };
+                        Some((after, q.tats()?, next))
+                    }
                     None => None,
                 };
                 let as_command = config::replicate_command() && !s.leased.is_empty();
@@ -62,7 +68,7 @@ impl<'q> Claim<'q> {
                     let tat = q.ctx.string_from_i64(after.tat);
                     q.hset(tats, &[(lane.as_arg(), tat.as_arg())], c"hset");
                     // Left throttled: it left the ring with its turn.
-                    if let Some(until) = after.throttled_until {
+                    if let (Some(until), Some(next)) = (after.throttled_until, next) {
                         rate::wait_until(q, next, lane.as_arg(), until);
                         q.call.count(&stats::LANES_THROTTLED, 1);
                     }
