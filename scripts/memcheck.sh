@@ -22,5 +22,10 @@ EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test block
   --test-threads=2 never_blocks a_killed_or_unblocked bad_block_arguments can_serve_nothing \
   no_client_waits mending_a_skipped_lane no_timer_outlives in_the_waiters_database \
   a_replica_never_runs_the_timer writes_nothing_while_writes_are_paused || status=$?
+# Rates and timed pauses: the turn's rate paths, the timer's re-ring of a
+# timed pause, the views and every refusal.
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test rates -- \
+  --test-threads=2 bad_rates damaged_rate_state lane_queue_and_info rung_by_a_script \
+  resume_ends_a_timed_pause to_a_waiting_worker || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"
