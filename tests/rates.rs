@@ -306,6 +306,11 @@ fn bad_rates_and_timed_pauses_are_refused_and_change_nothing() {
     let mut c = server.conn();
     fill(&mut c, P, "a", 3);
     c.ok(&["EMQ.RATE", P, "a", "5", "1000"]);
+    // A lane paused for a while whose ceiling is damaged: RESUME refuses it
+    // and its timed pause stays.
+    fill(&mut c, P, "b", 1);
+    c.ok(&["EMQ.PAUSE", P, "b", "FOR", "60000"]);
+    c.ok(&["HSET", &format!("{P}glimit"), "b", "x"]);
     let before = digest(&mut c);
     let n = "ERR n must be an integer from 1 to 1000000000";
     let period = "ERR period must be an integer from 1 to 31536000000";
@@ -335,6 +340,10 @@ fn bad_rates_and_timed_pauses_are_refused_and_change_nothing() {
         (&["EMQ.PAUSE", P, "a", "FOR", "-5"], ms),
         (&["EMQ.PAUSE", P, "a", "FOR", "soon"], ms),
         (&["EMQ.PAUSE", P, "a", "UNTIL", "5"], syntax),
+        (
+            &["EMQ.RESUME", P, "b"],
+            "ERR limit of lane 'b' in 'rt{q}:glimit' is not an integer",
+        ),
         (
             &["EMQ.PAUSE", P, "a", "FOR", "5", "6"],
             "ERR wrong number of arguments for 'emq.pause' command",

@@ -22,11 +22,17 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<usize, Error> {
     let Some(next) = q.optional(Fixed::Next, Kind::Zset)? else {
         return Ok(0);
     };
+    // Every key a return may write, checked before the first write.
+    q.ring()?;
+    q.wake()?;
     let due = next.zset_range(q.ctx.now_ms() as f64, max);
     for (lane, _) in &due {
         let lane = lane.as_arg();
+        let paused = q.is_paused(lane)?;
         q.zrem(next, &[lane], c"zrem");
-        q.paused_set(lane, false)?;
+        if paused {
+            q.paused_set(lane, false)?;
+        }
         // A lane whose state is damaged is left where it is (docs/damage.md).
         if let Ok(state) = q.lane(lane) {
             q.settle(lane, state.serviceable())?;

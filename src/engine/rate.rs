@@ -20,6 +20,7 @@ use super::timer;
 /// paused, its place in `P gnext` and in the ring then follows its new rate.
 pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
     q.ring()?;
+    q.wake()?;
     let (rates, tats, next) = (q.rates()?, q.tats()?, q.next()?);
     let read = q.lane_read(lane);
     let paused = read.paused.clone()?;
@@ -92,7 +93,9 @@ pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
 /// goes too: the first claim that meets it throttled puts it back.)
 pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
     q.ring()?;
-    q.is_paused(lane)?;
+    q.wake()?;
+    // The lane errors before the first write.
+    q.lane(lane)?;
     if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {
         forget(q, next, lane);
     }
