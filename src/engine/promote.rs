@@ -37,7 +37,7 @@ pub fn promote_due(q: &Queue, max: usize, on_damage: OnDamage) -> Result<Promote
     let mut books = Books::new(q, on_damage);
     let mut jobs: Vec<(RStr, Due)> = Vec::with_capacity(due.len());
     for (job, _) in due {
-        let row = q.row_or_none(job.bytes())?;
+        let row = q.row_place(job.bytes())?;
         if !row.exists || row.state() != Some(State::Scheduled) {
             jobs.push((job, Due::Dropped));
             continue;
@@ -81,7 +81,7 @@ pub fn promote_due(q: &Queue, max: usize, on_damage: OnDamage) -> Result<Promote
                 promoted += 1;
                 q.hset(*row, &[(word(Word::State), word(Word::Pending))], c"hset");
                 match book {
-                    Some(b) => books.add(*b, q.ctx.string(job.bytes())),
+                    Some(b) => books.add(*b, job.clone()),
                     None => flat_back.push(job.as_arg()),
                 }
             }

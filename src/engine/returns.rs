@@ -108,7 +108,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         if ends.len() >= sweep.max {
             break;
         }
-        let row = q.row_or_none(job.bytes())?;
+        let row = q.row_place(job.bytes())?;
         if let Some(target) = sweep.group {
             if row.lane() != Some(target) {
                 continue;
@@ -186,7 +186,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
                 match book {
                     Some(b) => {
                         books.lease_ended(*b);
-                        books.add(*b, q.ctx.string(job.bytes()));
+                        books.add(*b, job.clone());
                     }
                     None => flat_back.push(job.as_arg()),
                 }

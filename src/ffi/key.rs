@@ -73,18 +73,26 @@ impl Ctx {
         with_joined(parts, |name| self.key_named(name))
     }
 
+    /// As [`Ctx::key`], for a key named once in a while (a job's row): its
+    /// name is made for this call, not kept between calls, where a sweep of
+    /// thousands of rows would only churn the kept names.
+    pub fn key_once(&self, parts: &[&[u8]]) -> Result<Key<'_>, Error> {
+        with_joined(parts, |name| {
+            let slot = match self.keys.find(name) {
+                Some(slot) => slot,
+                None => self.open_slot(self.string(name))?,
+            };
+            Ok(self.key_at(slot))
+        })
+    }
+
     /// The key `name` (a kept name of a queue's fixed keys): as [`Ctx::key`].
     pub fn key_by(&self, name: KeyName) -> Result<Key<'_>, Error> {
         let slot = match self.keys.find(name.bytes()) {
             Some(slot) => slot,
             None => self.open_slot(name.retained())?,
         };
-        // SAFETY: as in `key_named`.
-        Ok(Key {
-            // SAFETY: as in `key_named`.
-            slot: unsafe { &*slot },
-            ctx: self,
-        })
+        Ok(self.key_at(slot))
     }
 
     /// Whether the key `name` exists, without opening it (its permission is
@@ -108,14 +116,15 @@ impl Ctx {
             Some(slot) => slot,
             None => self.open_slot(super::names::name(name))?,
         };
-        // SAFETY: the slot stays in the cache, unmoved, until `close_all`,
-        // which needs `&mut self`: no `Key` borrowing `self` can be alive
-        // then.
-        Ok(Key {
+        Ok(self.key_at(slot))
+    }
+
+    fn key_at(&self, slot: *const Slot) -> Key<'_> {
+        Key {
             // SAFETY: the slot stays in the cache, unmoved, until `close_all`, which needs `&mut Ctx`: no `Key` borrowing the context can be alive then.
             slot: unsafe { &*slot },
             ctx: self,
-        })
+        }
     }
 }
 

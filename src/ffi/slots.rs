@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::mem::MaybeUninit;
 
 use redis_module::raw;
+use rustc_hash::FxHashMap;
 
 use super::string::RStr;
 
@@ -28,6 +29,9 @@ pub(super) struct KeyCache {
     len: Cell<usize>,
     #[allow(clippy::vec_box)]
     overflow: RefCell<Vec<Box<Slot>>>,
+    /// The overflow slots by name: a sweep of 100 leases opens some 200
+    /// keys, and a scan per open made it quadratic.
+    by_name: RefCell<FxHashMap<Box<[u8]>, *const Slot>>,
 }
 
 pub(super) struct Slot {
@@ -47,6 +51,7 @@ impl KeyCache {
             inline: [const { UnsafeCell::new(MaybeUninit::uninit()) }; INLINE],
             len: Cell::new(0),
             overflow: RefCell::new(Vec::new()),
+            by_name: RefCell::new(FxHashMap::default()),
         }
     }
 
@@ -60,11 +65,10 @@ impl KeyCache {
                 return Some(slot);
             }
         }
-        self.overflow
-            .borrow()
-            .iter()
-            .find(|s| s.is(name))
-            .map(|s| &**s as *const Slot)
+        if self.len.get() <= INLINE {
+            return None;
+        }
+        self.by_name.borrow().get(name).copied()
     }
 
     /// Whether a key named `name` is open.
@@ -82,6 +86,7 @@ impl KeyCache {
         } else {
             let boxed = Box::new(slot);
             let ptr = &*boxed as *const Slot;
+            self.by_name.borrow_mut().insert(boxed.name.bytes().into(), ptr);
             self.overflow.borrow_mut().push(boxed);
             ptr
         }
@@ -96,6 +101,7 @@ impl KeyCache {
             let slot = unsafe { cell.get_mut().assume_init_read() };
             slot.close(ctx);
         }
+        self.by_name.get_mut().clear();
         for slot in self.overflow.get_mut().drain(..).rev() {
             slot.close(ctx);
         }

@@ -43,6 +43,16 @@ impl RStr {
     }
 }
 
+impl Clone for RStr {
+    /// One more reference to the same string (no copy is made: nothing here
+    /// changes a string once made).
+    fn clone(&self) -> RStr {
+        // SAFETY: a live string; with no context, one more reference, which the clone's drop releases.
+        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.ptr) };
+        RStr { ptr: self.ptr }
+    }
+}
+
 impl Drop for RStr {
     fn drop(&mut self) {
         // SAFETY: this RStr owns one reference to the string, released once.
