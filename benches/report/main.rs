@@ -1,8 +1,8 @@
 //! `make bench`: the native commands against their Lua twins — called as
 //! EchoMQ's host calls its scripts — on one server that this bench starts,
 //! in one run; figures from the server's own `INFO commandstats`.
-//! `drive.rs` sends and reads; `claims.rs`, `lifecycle.rs` and `workers.rs`
-//! hold what is measured; `output.rs` what is printed and written: a table
+//! `drive.rs` sends and reads; `claims.rs`, `lifecycle.rs`, `workers.rs`
+//! and `throughput.rs` hold what is measured; `output.rs` what is printed and written: a table
 //! on stdout, `bench/report.json` and the chart `bench/report.svg`. How to
 //! read them: docs/performance.md.
 //!
@@ -17,6 +17,7 @@ mod claims;
 mod drive;
 mod lifecycle;
 mod output;
+mod throughput;
 mod workers;
 
 use claims::ROUNDS;
@@ -71,13 +72,16 @@ fn main() {
 
     let mut waits = Vec::new();
     bench.worker_scenarios(&mut waits);
+    let mut flows = Vec::new();
+    bench.throughput_scenarios(&mut flows);
 
-    output::print_table(&rows, &waits, &version, ROUNDS);
+    output::print_table(&rows, &waits, &flows, &version, ROUNDS);
     if std::env::var_os("EMQ_BENCH_ONLY").is_some() {
         return; // a partial run: the report of the full run stays
     }
     std::fs::create_dir_all("bench").expect("bench/");
-    std::fs::write("bench/report.json", output::json(&rows, &waits, &version)).expect("bench/report.json");
+    std::fs::write("bench/report.json", output::json(&rows, &waits, &flows, &version))
+        .expect("bench/report.json");
     output::chart(&rows, &version, "bench/report.svg").expect("bench/report.svg");
     println!("\nwrote bench/report.json and bench/report.svg");
 }

@@ -5,6 +5,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use super::drive::{Tally, DEPTH};
+use super::throughput::Throughput;
 
 /// One scenario's result: native against its twin (or against the core
 /// commands doing the same writes, `floor`).
@@ -42,6 +43,7 @@ struct Report<'a> {
     pipeline_depth: usize,
     scenarios: Vec<Scenario<'a>>,
     waiting_workers: &'a [Waiting],
+    throughput: &'a [Throughput],
 }
 
 #[derive(Serialize)]
@@ -53,7 +55,7 @@ struct Scenario<'a> {
     ratio_per_job: f64,
 }
 
-pub fn print_table(rows: &[Row], waits: &[Waiting], version: &str, rounds: usize) {
+pub fn print_table(rows: &[Row], waits: &[Waiting], flows: &[Throughput], version: &str, rounds: usize) {
     println!("server {version}, pipeline depth {DEPTH}, {rounds} alternating native/Lua block pairs per scenario\n");
     println!(
         "{:<66} {:>11} {:>11} {:>10} {:>10} {:>7} {:>10} {:>15}",
@@ -94,9 +96,22 @@ pub fn print_table(rows: &[Row], waits: &[Waiting], version: &str, rounds: usize
             );
         }
     }
+    if !flows.is_empty() {
+        println!("\nthroughput end to end: a producer and workers completing no-op jobs:");
+        println!(
+            "{:<8} {:>8} {:>8} {:>10} {:>10} {:>16}",
+            "side", "workers", "jobs", "seconds", "jobs/s", "server CPU µs/job"
+        );
+        for f in flows {
+            println!(
+                "{:<8} {:>8} {:>8} {:>10.2} {:>10.0} {:>16.2}",
+                f.side, f.workers, f.jobs, f.seconds, f.jobs_per_second, f.server_cpu_us_per_job
+            );
+        }
+    }
 }
 
-pub fn json(rows: &[Row], waits: &[Waiting], version: &str) -> String {
+pub fn json(rows: &[Row], waits: &[Waiting], flows: &[Throughput], version: &str) -> String {
     let report = Report {
         server: version,
         pipeline_depth: DEPTH,
@@ -110,6 +125,7 @@ pub fn json(rows: &[Row], waits: &[Waiting], version: &str) -> String {
             })
             .collect(),
         waiting_workers: waits,
+        throughput: flows,
     };
     serde_json::to_string_pretty(&report).expect("the report serialises") + "\n"
 }
