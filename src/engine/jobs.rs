@@ -15,19 +15,44 @@ use crate::model::error::{Error, INTEGER};
 use crate::model::grammar::parse_i64;
 use crate::model::row::State;
 use crate::model::schedule::{ring_change, Lane};
-use crate::queue::{Queue, Row, Score};
+use crate::queue::{stored_int, Queue, Row, Score};
 
 use super::counts;
 
 /// Where a job leaves from.
 enum Leave<'q> {
-    /// Its lease (`P active`); for a lane job, the lane before.
-    Lease { lane: Option<(RStr, Lane)> },
+    /// Its lease (`P active`); for a lane job, its count before.
+    Lease { lane: Option<Counted> },
     /// Its lane's pending set, the lane before.
     Lane { lane: RStr, before: Lane, set: Key<'q> },
     /// A set where it sits without a lane or a count (`P pending`,
     /// `P schedule`, `P dead`).
     Set(Key<'q>),
+}
+
+/// A lane whose count is about to drop by one: the count, and the whole
+/// lane when it has a ceiling — the only case where its count decides
+/// whether it is serviceable, so the only one where the ring may change
+/// (its depth, pause and rate are then not read: a lease ending cannot
+/// change them).
+struct Counted {
+    name: RStr,
+    active: i64,
+    ceiled: Option<Lane>,
+}
+
+fn counted(q: &Queue, lane: &[u8]) -> Result<Counted, Error> {
+    let name = q.ctx.string(lane);
+    let arg = name.as_arg();
+    let active = stored_int(q.active()?, arg, "active count of lane")?.unwrap_or(0);
+    let ceiled = match stored_int(q.limits()?, arg, "limit of lane")? {
+        None => None,
+        Some(_) => {
+            q.ring()?;
+            Some(q.lane(arg)?)
+        }
+    };
+    Ok(Counted { name, active, ceiled })
 }
 
 /// The row of `job` when `token` is its attempts; `Ok(None)` when the row is
@@ -57,13 +82,12 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
         Ok((name, before))
     };
     if q.leases()?.zset_score(job).is_some() {
-        let lane = row.lane().map(lane_state).transpose()?;
-        if let Some((name, before)) = &lane {
-            q.ring()?;
-            if before.active.checked_sub(1).is_none() {
+        let lane = row.lane().map(|l| counted(q, l)).transpose()?;
+        if let Some(lane) = &lane {
+            if lane.active.checked_sub(1).is_none() {
                 return Err(Error::Overflow {
                     what: "active count of lane",
-                    field: name.bytes().to_vec(),
+                    field: lane.name.bytes().to_vec(),
                     key: q.active()?.name().bytes().to_vec(),
                 });
             }
@@ -89,13 +113,15 @@ fn apply_leave(q: &Queue, job: Arg, leave: Leave) -> Result<(), Error> {
     match leave {
         Leave::Lease { lane } => {
             q.zrem(q.leases()?, &[job], c"zrem");
-            if let Some((name, before)) = lane {
-                let after = Lane {
-                    active: before.active - 1,
-                    ..before
-                };
-                q.set_count(q.active()?, name.as_arg(), after.active);
-                q.follow(name.as_arg(), ring_change(&before, &after))?;
+            if let Some(lane) = lane {
+                q.set_count(q.active()?, lane.name.as_arg(), lane.active - 1);
+                if let Some(before) = lane.ceiled {
+                    let after = Lane {
+                        active: before.active - 1,
+                        ..before
+                    };
+                    q.follow(lane.name.as_arg(), ring_change(&before, &after))?;
+                }
             }
         }
         Leave::Lane { lane, before, set } => {
