@@ -37,8 +37,6 @@ fn every_command_refuses_a_wrong_number_of_arguments() {
     healthy(&mut c);
     let cases: &[&[&str]] = &[
         &["EMQ.CLAIM", P],
-        &["EMQ.CLAIM", P, "1", "BLOCK"],
-        &["EMQ.WCLAIM", P, "1", "BLOCK", "1", "x"],
         &["EMQ.BCLAIM"],
         &["EMQ.ENQUEUE", P, "a", "JOBx"],
         &["EMQ.ENQUEUE", P, "a", "JOBx", "p", "JOBy"],
@@ -178,6 +176,21 @@ fn bad_values_are_named() {
         "ERR numlanes must be an integer from 1 to the number of lanes that follow",
     );
     refused(&mut c, &["EMQ.REPAIR", P, "a", "NOW"], "ERR syntax error");
+    // Past a command's minimum, a word its grammar has no place for is a
+    // syntax error, as for the server's own (`SET k v EX`).
+    for args in [
+        &["EMQ.CLAIM", P, "1", "BLOCK"][..],
+        &["EMQ.CLAIM", P, "10", "FOO"],
+        &["EMQ.WCLAIM", P, "1", "BLOCK", "1", "x"],
+        &["EMQ.BCLAIM", P, "1", "BLOCK", "1", "BLOCK", "1"],
+        &["EMQ.PAUSE", P, "a", "FOR", "1", "X"],
+        &["EMQ.RATE", P, "a", "1", "1000", "BURST", "2", "X"],
+        &["EMQ.DEAD", P, "COUNT", "1", "X"],
+        &["EMQ.LANES", P, "0", "COUNT", "1", "X"],
+        &["EMQ.PROMOTE", P, "COUNT", "1", "X"],
+    ] {
+        refused(&mut c, args, "ERR syntax error");
+    }
     refused(
         &mut c,
         &["EMQ.TURN", P, "a", "1", "1", "0"],

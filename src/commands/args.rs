@@ -14,11 +14,17 @@ pub struct Args<'a> {
 
 impl<'a> Args<'a> {
     /// The arguments after the command name, when there are `min..=max` of
-    /// them (the name excluded); else the arity error.
+    /// them (the name excluded). Fewer than `min`, or another number for a
+    /// command of fixed arity, is the server's arity error; more than `max`
+    /// after the minimum is a syntax error, as the server's own commands
+    /// answer a word their grammar has no place for (`SET k v EX`).
     pub fn new(argv: Argv<'a>, min: usize, max: usize) -> Result<Args<'a>, Error> {
         let n = argv.len().saturating_sub(1);
-        if n < min || n > max {
+        if n < min || (n > max && min == max) {
             return Err(Error::WrongArity);
+        }
+        if n > max {
+            return Err(Error::Syntax);
         }
         Ok(Args { argv, at: 1 })
     }

@@ -51,9 +51,6 @@ fn block_limit(now: i64) -> i64 {
 }
 
 fn parse<'a>(ctx: &Ctx, argv: Argv<'a>, kind: ClaimKind) -> Result<Request<'a>, Error> {
-    if argv.len() != 3 && argv.len() != 5 {
-        return Err(Error::WrongArity);
-    }
     let mut args = Args::new(argv, 2, 4)?;
     let prefix = args.prefix(ctx.is_cluster())?;
     let lease = args.lease()?;
