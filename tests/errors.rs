@@ -311,6 +311,32 @@ fn keys_of_the_wrong_type_and_damaged_numbers_are_refused() {
         &["EMQ.COMPLETE", P, &job, &token],
         &format!("ERR count 'count' in '{P}metrics:completed' is not an integer"),
     );
+    // A raise past the largest integer: refused whole, where the script's
+    // HINCRBY fails after its first writes.
+    hset(
+        &mut c,
+        &format!("{P}metrics:completed"),
+        "count",
+        "9223372036854775807",
+    );
+    refused(
+        &mut c,
+        &["EMQ.COMPLETE", P, &job, &token],
+        &format!("ERR count 'count' in '{P}metrics:completed' would overflow"),
+    );
+    hset(&mut c, &format!("{P}metrics:completed"), "count", "0");
+    hset(
+        &mut c,
+        &format!("{P}metrics:failed"),
+        "count",
+        "9223372036854775807",
+    );
+    refused(
+        &mut c,
+        &["EMQ.RETRY", P, &job, &token, "0", "1", "boom"],
+        &format!("ERR count 'count' in '{P}metrics:failed' would overflow"),
+    );
+    hset(&mut c, &format!("{P}metrics:failed"), "count", "0");
     hset(&mut c, &format!("{P}job:{job}"), "attempts", "x");
     refused(
         &mut c,

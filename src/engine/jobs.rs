@@ -143,10 +143,10 @@ pub fn complete(q: &Queue, job: Arg, token: Arg) -> Result<i64, Error> {
         return Ok(0);
     };
     let leave = plan_leave(q, job, &row)?;
-    let completed = counts::completed_count(q)?;
+    let completed = counts::completed_count(q, 1)?;
     apply_leave(q, job, leave)?;
     q.del(row.key);
-    completed.add(q, 1);
+    completed.add(q);
     Ok(1)
 }
 
@@ -169,7 +169,7 @@ pub fn retry(q: &Queue, job: Arg, token: Arg, delay: i64, max: i64, error: Arg) 
     let leave = plan_leave(q, job, &row)?;
     if attempts >= max {
         let dead = q.dead()?;
-        let failed = counts::failed_count(q)?;
+        let failed = counts::failed_count(q, 1)?;
         apply_leave(q, job, leave)?;
         q.hset(
             row.key,
@@ -180,7 +180,7 @@ pub fn retry(q: &Queue, job: Arg, token: Arg, delay: i64, max: i64, error: Arg) 
             c"hset",
         );
         q.zadd(dead, Score::zero(), &[job]);
-        failed.add(q, 1);
+        failed.add(q);
         return Ok(Retried::Dead);
     }
     let schedule = q.schedule()?;

@@ -165,7 +165,8 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         None
     };
     let graves = if dying {
-        Some((q.dead()?, super::counts::failed_count(q)?))
+        let deaths = ends.iter().filter(|(_, e)| matches!(e, End::Dies { .. })).count();
+        Some((q.dead()?, super::counts::failed_count(q, deaths as i64)?))
     } else {
         None
     };
@@ -219,7 +220,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     }
     if let Some((dead, failed)) = graves {
         q.zadd(dead, Score::zero(), &buried);
-        failed.add(q, buried.len() as i64);
+        failed.add(q);
         q.call.count(&stats::JOBS_DIED, buried.len() as u64);
         q.call.count(&stats::DEAD_OF_STALLS, stall_deaths);
     }
