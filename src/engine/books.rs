@@ -63,6 +63,11 @@ impl<'q> Books<'q> {
             return Ok(i);
         }
         let q = self.q;
+        if self.books.is_empty() {
+            // A lane taking jobs back may join the ring: its keys are
+            // checked before the command's first write.
+            q.joinable()?;
+        }
         let name = q.ctx.string(lane);
         let read = q.lane_read(name.as_arg());
         // `P paused` of another type is the queue's damage, not the lane's.

@@ -48,7 +48,7 @@ fn counted(q: &Queue, lane: &[u8]) -> Result<Counted, Error> {
     let ceiled = match stored_int(q.limits()?, arg, "limit of lane")? {
         None => None,
         Some(_) => {
-            q.ring()?;
+            q.joinable()?;
             Some(q.lane(arg)?)
         }
     };
@@ -100,7 +100,7 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
         _ => match row.lane() {
             Some(lane) => {
                 let (lane, before) = lane_state(lane)?;
-                q.ring()?;
+                q.joinable()?;
                 let set = q.pending_zset(lane.bytes())?;
                 Ok(Leave::Lane { lane, before, set })
             }

@@ -4,8 +4,9 @@
 //! ring follow (`schedule::ring_change`); none asks the ring where a lane is
 //! unless the lane must leave it.
 
-use crate::ffi::{word, Arg, RStr, Word};
+use crate::ffi::{word, Arg, Key, Word};
 use crate::model::error::Error;
+use crate::model::grammar;
 use crate::model::row::{head_fate, Fate};
 use crate::model::schedule::{ring_change, Lane};
 use crate::queue::{stored_int, Queue, Score};
@@ -17,16 +18,21 @@ use crate::runtime::stats;
 /// The lane joins the ring (with a wake) if it became serviceable. The ids
 /// have passed the kind rule. Returns the number enqueued.
 pub fn enqueue(q: &Queue, lane: Arg, jobs: &[(Arg, Arg)]) -> Result<i64, Error> {
-    q.ring()?;
-    q.wake()?;
+    q.joinable()?;
     let before = q.lane(lane)?;
     let pending = q.pending_zset(lane.bytes())?;
-    let mut added: Vec<Arg> = Vec::with_capacity(jobs.len());
-    for &(job, payload) in jobs {
+    // Every row opened (and its permission checked) before the first write;
+    // a job named twice counts once, with its first payload, as a later one
+    // would find the row the first wrote.
+    let mut fresh: Vec<(Key, Arg, Arg)> = Vec::with_capacity(jobs.len());
+    for (job, payload) in grammar::distinct(jobs.to_vec(), |(job, _)| job.bytes()) {
         let row = q.row_key(job.bytes())?;
-        if row.kind() != crate::ffi::Kind::Empty {
-            continue;
+        if row.kind() == crate::ffi::Kind::Empty {
+            fresh.push((row, job, payload));
         }
+    }
+    let mut added: Vec<Arg> = Vec::with_capacity(fresh.len());
+    for (row, job, payload) in fresh {
         q.hset(
             row,
             &[
@@ -84,7 +90,7 @@ pub fn pause(q: &Queue, lane: Arg) -> Result<(), Error> {
 /// EMQ.RESUME: out of `P paused`; the lane joins the ring (with a wake) if
 /// that makes it serviceable.
 pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
-    q.ring()?;
+    q.joinable()?;
     let before = q.lane(lane)?;
     if q.paused_set(lane, false)? {
         q.follow(
@@ -105,7 +111,7 @@ pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
 /// A damaged ceiling is what an operator sets a new one to fix: it is
 /// replaced, and the ring then follows the lane's new state alone.
 pub fn limit(q: &Queue, lane: Arg, text: Arg, limit: Option<i64>) -> Result<(), Error> {
-    q.ring()?;
+    q.joinable()?;
     let hash = q.limits()?;
     let old = stored_int(hash, lane, "limit of lane");
     let before = q.lane_with_limit(lane, old.clone().unwrap_or(None))?;
@@ -136,8 +142,7 @@ pub fn reassign(q: &Queue, job: Arg, to: Arg) -> Result<i64, Error> {
     if from_set.zset_score(job).is_none() {
         return Ok(-2);
     }
-    q.ring()?;
-    q.wake()?;
+    q.joinable()?;
     let to_set = q.pending_zset(to.bytes())?;
     let before_from = q.lane(from.as_arg())?;
     let before_to = q.lane(to)?;
@@ -166,27 +171,29 @@ pub fn drain(q: &Queue, lane: Arg) -> Result<i64, Error> {
     let set = q.pending_zset(lane.bytes())?;
     let ringed = maybe_ringed(q, lane)?;
     let members = set.zset_range(f64::INFINITY, usize::MAX);
-    let mut rows: Vec<(RStr, bool)> = Vec::with_capacity(members.len());
-    for (job, _) in members {
+    // Each own row and its logs opened (their permissions checked) before
+    // the first write.
+    let mut own: Vec<(Key, Key)> = Vec::with_capacity(members.len());
+    for (job, _) in &members {
         let row = q.row_or_none(job.bytes())?;
-        let own = !row.exists
+        if !row.exists
             || matches!(
                 head_fate(lane.bytes(), &row.view()),
                 Fate::Lease(_) | Fate::Damaged
-            );
-        rows.push((job, own));
-    }
-    for (job, own) in &rows {
-        if *own {
-            q.del(q.row_key(job.bytes())?);
-            q.del(q.logs(job.bytes())?);
+            )
+        {
+            own.push((row.key, q.logs(job.bytes())?));
         }
+    }
+    for (row, logs) in own {
+        q.del(row);
+        q.del(logs);
     }
     q.del(set);
     if ringed {
         q.lrem(ring, lane);
     }
-    Ok(rows.len() as i64)
+    Ok(members.len() as i64)
 }
 
 /// EMQ.QPAUSE: `HSET P meta paused 1`.

@@ -7,6 +7,7 @@
 use crate::ffi::{Key, Kind};
 use crate::model::error::Error;
 use crate::model::layout::Fixed;
+use crate::model::schedule::Lane;
 use crate::queue::Queue;
 use crate::runtime::stats;
 
@@ -23,19 +24,33 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<usize, Error> {
         return Ok(0);
     };
     // Every key a return may write, checked before the first write.
-    q.ring()?;
-    q.wake()?;
+    q.joinable()?;
     let due = next.zset_range(q.ctx.now_ms() as f64, max);
+    // Each lane read before the first write. A lane whose state is damaged
+    // is left out of the ring (docs/damage.md); one the caller may not
+    // touch refuses the command.
+    let mut back = Vec::with_capacity(due.len());
     for (lane, _) in &due {
         let lane = lane.as_arg();
         let paused = q.is_paused(lane)?;
+        let after = match q.lane(lane) {
+            Ok(before) => Some(Lane {
+                paused: false,
+                throttled: false,
+                ..before
+            }),
+            Err(e @ Error::NoPermission { .. }) => return Err(e),
+            Err(_) => None,
+        };
+        back.push((lane, paused, after));
+    }
+    for (lane, paused, after) in back {
         q.zrem(next, &[lane], c"zrem");
         if paused {
             q.paused_set(lane, false)?;
         }
-        // A lane whose state is damaged is left where it is (docs/damage.md).
-        if let Ok(state) = q.lane(lane) {
-            q.settle(lane, state.serviceable())?;
+        if let Some(after) = after {
+            q.settle(lane, after.serviceable())?;
         }
     }
     q.call.count(&stats::LANES_RETURNED, due.len() as u64);

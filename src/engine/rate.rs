@@ -19,8 +19,7 @@ use super::timer;
 /// replaced, a damaged arrival time forgotten (no debt). Unless the lane is
 /// paused, its place in `P gnext` and in the ring then follows its new rate.
 pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
-    q.ring()?;
-    q.wake()?;
+    q.joinable()?;
     let (rates, tats, next) = (q.rates()?, q.tats()?, q.next()?);
     let read = q.lane_read(lane);
     let paused = read.paused.clone()?;
@@ -92,8 +91,7 @@ pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
 /// EMQ.RESUME: at once, a timed pause cancelled. (A throttled lane's wait
 /// goes too: the first claim that meets it throttled puts it back.)
 pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
-    q.ring()?;
-    q.wake()?;
+    q.joinable()?;
     // The lane errors before the first write.
     q.lane(lane)?;
     if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {

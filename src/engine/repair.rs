@@ -92,7 +92,7 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
         .collect();
     let index: HashMap<&[u8], usize> = lanes.iter().enumerate().map(|(i, l)| (l.bytes(), i)).collect();
     count_leases(q, &index, &mut plans)?;
-    let ring = q.ring()?;
+    let ring = q.joinable()?;
     for i in 0..ring.len() {
         if let Some(&p) = ring.list_get(i as i64).and_then(|l| index.get(l.bytes())) {
             plans[p].positions.push(i);

@@ -77,6 +77,16 @@ impl<'q> Queue<'q> {
         self.fixed(Fixed::Ring, Kind::List)
     }
 
+    /// `P ring`, with `P wake` opened and checked too: the keys a ring join
+    /// writes. A command that may join a lane opens them before its first
+    /// write, so that a damaged or forbidden one refuses the command whole
+    /// instead of failing it halfway (docs/damage.md).
+    pub fn joinable(&self) -> Result<Key<'q>, Error> {
+        let ring = self.ring()?;
+        self.wake()?;
+        Ok(ring)
+    }
+
     /// `P active`: leased job → deadline.
     pub fn leases(&self) -> Result<Key<'q>, Error> {
         self.fixed(Fixed::Leases, Kind::Zset)

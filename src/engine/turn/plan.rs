@@ -237,6 +237,8 @@ impl<'q> Claim<'q> {
             Home::Elsewhere => StrayTo::Nowhere,
             Home::Flat => StrayTo::Flat(q.flat()?),
             Home::Lane(other) => {
+                // The stray's lane may join the ring with it.
+                q.joinable()?;
                 let set = match q.pending_zset(other) {
                     Ok(set) => set,
                     Err(Error::WrongType) => return Ok(None),
