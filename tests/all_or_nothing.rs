@@ -9,8 +9,10 @@ mod support;
 
 use std::time::Duration;
 
+use support::invariants::check_invariants;
 use support::replication::digest;
-use support::{Conn, Server};
+use support::snapshot::{diff, snapshot, Snapshot};
+use support::{Conn, Server, Value};
 
 const P: &str = "e{q}:";
 
@@ -242,50 +244,63 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The keys the cases touch beyond the fixed ones: the rows and logs of
+/// `JOB-1` and `JOB-2`, and the lanes' sets.
+const MORE: &[&str] = &[
+    "job:JOB-1",
+    "job:JOB-2",
+    "job:JOB-1:logs",
+    "job:JOB-2:logs",
+    "g:a:pending",
+    "g:b:pending",
+];
+
+/// The command of `case`, its prefix in place.
+fn command(case: &Case) -> Vec<&'static str> {
+    let mut args = vec![case.command[0], P];
+    args.extend_from_slice(&case.command[1..]);
+    args
+}
+
 /// Runs `case` from an empty dataset, with `fault` applied after its setup,
-/// as the user `who` (`None`: the default user); panics when the command
-/// errs and the dataset changed.
-fn check(s: &Server, c: &mut Conn, case: &Case, fault: &dyn Fn(&mut Conn), who: Option<&str>) -> bool {
+/// as the user `who` (`None`: the default user). Panics when the command
+/// errs and the dataset changed; returns the reply and what it left.
+fn check(
+    s: &Server,
+    c: &mut Conn,
+    case: &Case,
+    fault: &dyn Fn(&mut Conn),
+    who: Option<&str>,
+) -> (Result<Value, String>, Snapshot) {
     c.ok(&["FLUSHALL"]);
     (case.setup)(c);
     fault(c);
     let before = digest(c);
-    let mut caller = match who {
-        None => s.conn(),
-        Some(user) => {
-            let mut u = s.conn();
-            u.ok(&["AUTH", user, "pw"]);
-            u
-        }
-    };
-    let mut args = vec![case.command[0], P];
-    args.extend_from_slice(&case.command[1..]);
-    let reply = caller.cmd(&args);
-    if let (Err(e), Some(_)) = (&reply, who) {
-        assert!(
-            e.starts_with("NOPERM") && !e.contains(&format!("'{P}'")),
-            "{}: {e}",
-            case.name
-        );
+    let mut caller = s.conn();
+    if let Some(user) = who {
+        caller.ok(&["AUTH", user, "pw"]);
     }
+    let args = command(case);
+    let reply = caller.cmd(&args);
     if let Err(e) = &reply {
         if digest(c) != before {
             // The one exception (docs/damage.md): a claim's returns before
-            // its turn stay when the turn is refused for a row the user may
-            // not touch; what they leave is sound.
-            let exempt = case.command[0].ends_with("CLAIM") && e.contains(&format!("'{P}job:"));
+            // its turn stay when the turn is refused for a row or a lane's
+            // set the user may not touch; what they leave is sound.
+            let exempt = who.is_some()
+                && case.command[0].ends_with("CLAIM")
+                && (e.contains(&format!("'{P}job:")) || e.contains(&format!("'{P}g:")));
             assert!(
                 exempt,
                 "{} ({args:?}) failed with {e:?} and changed the dataset",
                 case.name
             );
-            let snap = support::snapshot::snapshot(c, P);
-            if let Err(broken) = support::invariants::check_invariants(&snap) {
+            if let Err(broken) = check_invariants(&snapshot(c, P)) {
                 panic!("{}: a refused claim's returns left {broken}", case.name);
             }
         }
     }
-    reply.is_err()
+    (reply, snapshot(c, P))
 }
 
 #[test]
@@ -296,9 +311,7 @@ fn each_case_writes_when_nothing_is_at_fault() {
         c.ok(&["FLUSHALL"]);
         (case.setup)(&mut c);
         let before = digest(&mut c);
-        let mut args = vec![case.command[0], P];
-        args.extend_from_slice(&case.command[1..]);
-        c.ok(&args);
+        c.ok(&command(&case));
         assert_ne!(digest(&mut c), before, "{}: the command wrote nothing", case.name);
     }
 }
@@ -307,11 +320,12 @@ fn each_case_writes_when_nothing_is_at_fault() {
 fn a_key_of_another_type_refuses_the_command_whole() {
     let s = Server::start();
     let mut c = s.conn();
-    let mut refused = 0;
     for case in cases() {
-        for key in KEYS {
+        let mut refused = 0;
+        for key in KEYS.iter().chain(MORE) {
             let name = format!("{P}{key}");
-            // A list where a hash or a set belongs, a hash where a list does.
+            // A list where a hash, a set or a zset belongs; a hash where a
+            // list does.
             let fault = |c: &mut Conn| {
                 c.ok(&["DEL", &name]);
                 match *key {
@@ -319,63 +333,133 @@ fn a_key_of_another_type_refuses_the_command_whole() {
                     _ => c.ok(&["RPUSH", &name, "x"]),
                 };
             };
-            refused += usize::from(check(&s, &mut c, &case, &fault, None));
+            refused += usize::from(check(&s, &mut c, &case, &fault, None).0.is_err());
         }
+        // Every command touches a key whose type it checks.
+        assert!(refused > 0, "{}: no fault refused it", case.name);
     }
-    // Most pairs fault a key the command touches.
-    assert!(refused > 100, "only {refused} refusals: the faults missed");
+}
+
+/// `ACL SETUSER w`: every key the cases touch but `deny`, and the prefix
+/// itself (the command's declared key, so that the refusals are the
+/// module's).
+fn allow_all_but(c: &mut Conn, deny: &str) {
+    let mut rule: Vec<String> = ["ACL", "SETUSER", "w", "reset", "on", ">pw", "+@all"]
+        .map(String::from)
+        .to_vec();
+    rule.push(format!("~{P}"));
+    rule.extend(
+        KEYS.iter()
+            .chain(MORE)
+            .filter(|k| **k != deny)
+            .map(|k| format!("~{P}{k}")),
+    );
+    let refs: Vec<&str> = rule.iter().map(String::as_str).collect();
+    c.ok(&refs);
 }
 
 #[test]
 fn a_key_denied_to_the_caller_refuses_the_command_whole() {
     let s = Server::start();
     let mut c = s.conn();
-    let mut refused = 0;
-    // Each fixed key in turn, then the rows and the lanes' sets.
-    let denied: Vec<String> = KEYS
-        .iter()
-        .map(|k| format!("{P}{k}"))
-        .chain([format!("{P}job:*"), format!("{P}g:*")])
-        .collect();
-    for deny in &denied {
-        let mut rule = vec!["ACL", "SETUSER", "w", "reset", "on", ">pw", "+@all"];
-        // The prefix itself, the command's declared key, is always allowed:
-        // the refusals counted are the module's.
-        let allowed: Vec<String> = denied
-            .iter()
-            .filter(|k| *k != deny)
-            .chain([&P.to_string()])
-            .map(|k| format!("~{k}"))
-            .collect();
-        rule.extend(allowed.iter().map(String::as_str));
-        for case in cases() {
-            let fault = |c: &mut Conn| {
-                c.ok(&rule);
-            };
-            refused += usize::from(check(&s, &mut c, &case, &fault, Some("w")));
+    for case in cases() {
+        // What the command leaves when it may touch everything.
+        allow_all_but(&mut c, "");
+        let (reply, expected) = check(&s, &mut c, &case, &|_| {}, Some("w"));
+        assert!(reply.is_ok(), "{}: {reply:?}", case.name);
+        let mut refused = 0;
+        for deny in KEYS.iter().chain(MORE) {
+            allow_all_but(&mut c, deny);
+            let (reply, left) = check(&s, &mut c, &case, &|_| {}, Some("w"));
+            match reply {
+                Err(e) => {
+                    let named = format!("'{P}{deny}'");
+                    assert!(
+                        e.starts_with("NOPERM") && e.contains(&named),
+                        "{}: {e}",
+                        case.name
+                    );
+                    refused += 1;
+                }
+                // Served without the denied key: then it did not need it,
+                // and did what it does with every key allowed.
+                Ok(_) => {
+                    if let Some(d) = diff(&expected, &left, 2000.0) {
+                        panic!(
+                            "{}: with {deny} denied it succeeded and did otherwise: {d}",
+                            case.name
+                        );
+                    }
+                }
+            }
         }
+        assert!(refused > 0, "{}: no denial refused it", case.name);
     }
-    assert!(refused > 100, "only {refused} refusals: the denials missed");
 }
 
 #[test]
 fn the_timer_meeting_a_bad_key_changes_nothing() {
     let s = Server::start();
     let mut c = s.conn();
-    run(&mut c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1", "JOB-2", "p2"]);
-    run(&mut c, &["EMQ.LIMIT", "a", "1"]);
-    run(&mut c, &["EMQ.CLAIM", "200"]);
-    c.ok(&["DEL", &format!("{P}wake")]);
-    c.ok(&["HSET", &format!("{P}wake"), "x", "1"]);
-    let before = digest(&mut c);
-    // The lease runs out while a claim waits: the timer's return of it
-    // would ring lane a, and `P wake` is a hash.
-    let mut waiter = s.conn();
-    let got = waiter.cmd(&["EMQ.WCLAIM", P, "60000", "BLOCK", "700"]);
-    assert_eq!(got, Ok(support::Value::Nil), "the waiter is served nothing");
+    let lease = (500 * support::server::slow()).to_string();
+    let block = (1200 * support::server::slow()).to_string();
+    // The lease runs out while a claim waits: the timer returns it, which
+    // rings lane a, and the waiter is served JOB-2.
+    let wait = |c: &mut Conn, bad_wake: bool| {
+        c.ok(&["FLUSHALL"]);
+        run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1", "JOB-2", "p2"]);
+        run(c, &["EMQ.LIMIT", "a", "1"]);
+        run(c, &["EMQ.CLAIM", &lease]);
+        if bad_wake {
+            c.ok(&["DEL", &format!("{P}wake")]);
+            c.ok(&["HSET", &format!("{P}wake"), "x", "1"]);
+        }
+        let before = digest(c);
+        let got = s.conn().cmd(&["EMQ.WCLAIM", P, "60000", "BLOCK", &block]);
+        (got, before)
+    };
+    let (got, _) = wait(&mut c, false);
+    let served = support::fixtures::served(&got.expect("served"));
+    assert_eq!(
+        served.len(),
+        1,
+        "the timer returned the lease to the waiter: {served:?}"
+    );
+    // `P wake` a hash: the timer's return would fail on its ring push, so it
+    // returns nothing and the waiter times out.
+    let (got, before) = wait(&mut c, true);
+    assert_eq!(got, Ok(Value::Nil), "the waiter is served nothing");
     assert_eq!(digest(&mut c), before, "the timer half-applied a return");
     // Mended, the next claim returns the lease and serves the lane.
     c.ok(&["DEL", &format!("{P}wake")]);
     let served = support::fixtures::served(&c.ok(&["EMQ.WCLAIM", P, "60000"]));
     assert_eq!(served.len(), 1, "{served:?}");
+}
+
+/// A claim's returns come in two steps (expired leases, then lanes back from
+/// `P gnext`): the first to be refused is refused before either writes.
+#[test]
+fn a_claims_returns_are_refused_before_either_writes() {
+    let s = Server::start();
+    let mut c = s.conn();
+    run(&mut c, &["EMQ.ENQUEUE", "b", "JOB-1", "p1"]);
+    run(&mut c, &["EMQ.POLICY", "max-stalled", "1"]);
+    run(&mut c, &["EMQ.CLAIM", "1"]);
+    run(&mut c, &["EMQ.ENQUEUE", "a", "JOB-2", "p2"]);
+    run(&mut c, &["EMQ.PAUSE", "a", "FOR", "1"]);
+    // JOB-1 dies of its stall when returned, and the failed count is full.
+    c.ok(&[
+        "HSET",
+        &format!("{P}metrics:failed"),
+        "count",
+        "9223372036854775807",
+    ]);
+    sleep_ms(10);
+    let before = digest(&mut c);
+    let got = c.cmd(&["EMQ.CLAIM", P, "60000"]);
+    assert_eq!(
+        got,
+        Err(format!("ERR count 'count' in '{P}metrics:failed' would overflow"))
+    );
+    assert_eq!(digest(&mut c), before, "lane a came back before the refusal");
 }

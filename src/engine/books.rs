@@ -72,7 +72,7 @@ impl<'q> Books<'q> {
         let read = q.lane_read(name.as_arg());
         // `P paused` of another type is the queue's damage, not the lane's.
         read.paused.clone()?;
-        let book = match read.lane() {
+        let book = match read.lane_or_damage()? {
             Ok(l) if l.active >= 0 => Book {
                 pending: Some(q.pending_zset(lane)?),
                 now: Some(l),
@@ -92,7 +92,10 @@ impl<'q> Books<'q> {
             }
             Err(e) if self.on_damage == OnDamage::Fail => return Err(e),
             _ => {
-                let pending = q.pending_zset(lane).ok();
+                let pending = match q.pending_zset(lane) {
+                    Err(e @ Error::NoPermission { .. }) => return Err(e),
+                    read => read.ok(),
+                };
                 let active = read.active.clone().ok().filter(|a| *a >= 0);
                 q.report(|| {
                     format!(

@@ -33,15 +33,11 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<usize, Error> {
     for (lane, _) in &due {
         let lane = lane.as_arg();
         let paused = q.is_paused(lane)?;
-        let after = match q.lane(lane) {
-            Ok(before) => Some(Lane {
-                paused: false,
-                throttled: false,
-                ..before
-            }),
-            Err(e @ Error::NoPermission { .. }) => return Err(e),
-            Err(_) => None,
-        };
+        let after = q.lane_read(lane).lane_or_damage()?.ok().map(|before| Lane {
+            paused: false,
+            throttled: false,
+            ..before
+        });
         back.push((lane, paused, after));
     }
     for (lane, paused, after) in back {

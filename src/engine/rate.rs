@@ -23,6 +23,7 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
     let (rates, tats, next) = (q.rates()?, q.tats()?, q.next()?);
     let read = q.lane_read(lane);
     let paused = read.paused.clone()?;
+    let state = read.lane_or_damage()?;
     let tat = match tats.hash_get(lane) {
         None => None,
         Some(text) => match parse_tat(text.bytes()) {
@@ -56,7 +57,7 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
             Some(at) => wait_until(q, next, lane, at),
             None => forget(q, next, lane),
         }
-        if let Ok(state) = read.lane() {
+        if let Ok(state) = state {
             let throttled = until.is_some();
             q.settle(
                 lane,

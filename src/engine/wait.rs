@@ -55,8 +55,7 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
         let first = claim.first_servable()?;
         // Lanes whose time in `P gnext` has come are rung first, as expired
         // leases go back first.
-        let rung = claim.ring_due()?;
-        let first = if claim.reap_first()? || rung {
+        let first = if claim.return_first()? {
             claim.first_servable()?
         } else {
             first
@@ -104,8 +103,7 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     };
     // It will serve (returning expired leases and ringing due lanes only
     // make lanes more servable): now it may write.
-    let rung = claim.ring_due()?;
-    if claim.reap_first()? || rung {
+    if claim.return_first()? {
         return claim.serve_from(claim.first_servable()?, deadline);
     }
     claim.serve_from(Some(first), deadline)

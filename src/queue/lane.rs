@@ -21,6 +21,15 @@ pub struct LaneRead {
 }
 
 impl LaneRead {
+    /// The lane, or its damage (`Ok(Err(..))`); a key the caller may not
+    /// touch is no damage but the command's refusal (the outer `Err`).
+    pub fn lane_or_damage(&self) -> Result<Result<Lane, Error>, Error> {
+        match self.lane() {
+            Err(e @ Error::NoPermission { .. }) => Err(e),
+            read => Ok(read),
+        }
+    }
+
     /// The lane, or the first error met reading it (in the order read).
     pub fn lane(&self) -> Result<Lane, Error> {
         Ok(Lane {

@@ -107,12 +107,12 @@ pub fn snapshot(c: &mut Conn, prefix: &str) -> Snapshot {
 
 /// The zsets whose scores are times (lease deadlines, due times).
 fn timed(suffix: &[u8]) -> bool {
-    suffix == b"active" || suffix == b"schedule"
+    suffix == b"active" || suffix == b"schedule" || suffix == b"gnext"
 }
 
-/// Compares two snapshots; the scores of `active` and `schedule` may differ
-/// by `tolerance` (two calls read the clock at two moments). The first
-/// difference.
+/// Compares two snapshots; the scores of `active`, `schedule` and `gnext`
+/// may differ by `tolerance` (two calls read the clock at two moments). The
+/// first difference.
 pub fn diff(a: &Snapshot, b: &Snapshot, tolerance: f64) -> Option<String> {
     let keys_a: Vec<_> = a
         .keys()

@@ -91,17 +91,28 @@ impl<'q> Claim<'q> {
     /// One turn of a non-blocking claim: the reply when it served. Expired
     /// leases go back first (`emq.reap-on-claim`).
     pub fn turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
-        let (returns, lanes_due) = (self.reap_due(), self.lanes_due());
-        if returns || lanes_due {
-            // The head's keys are opened (and their permission checked)
-            // before the first write.
-            if let Some(lane) = self.ring.list_get(0) {
-                self.plan(&lane)?;
-            }
-            self.ring_due()?;
-            self.reap_first()?;
-        }
+        self.return_first()?;
         self.head_turn(deadline)
+    }
+
+    /// The claim's returns before its turn: expired leases back, then lanes
+    /// whose time in `P gnext` has come rung; whether either changed the
+    /// ring. Each reads before it writes; the keys that the second, or the
+    /// turn after them, could refuse whatever the lanes (`P wake`, `P
+    /// pending`) and the head lane's keys are checked before the first
+    /// writes. Only a row or a lane's set denied to the caller can refuse
+    /// the turn after the returns wrote (docs/damage.md).
+    pub fn return_first(&self) -> Result<bool, Error> {
+        if !self.reap_due() && !self.lanes_due() {
+            return Ok(false);
+        }
+        self.q.joinable()?;
+        self.q.flat()?;
+        if let Some(lane) = self.ring.list_get(0) {
+            self.plan(&lane)?;
+        }
+        let returned = self.reap_first()?;
+        Ok(self.ring_due()? || returned)
     }
 
     /// Whether some lane's time in `P gnext` has come.
@@ -111,7 +122,7 @@ impl<'q> Claim<'q> {
 
     /// Rings the lanes whose time in `P gnext` has come (a bounded number,
     /// as expired leases); whether any came back.
-    pub fn ring_due(&self) -> Result<bool, Error> {
+    fn ring_due(&self) -> Result<bool, Error> {
         if !self.lanes_due() {
             return Ok(false);
         }
@@ -134,7 +145,7 @@ impl<'q> Claim<'q> {
 
     /// Returns up to `emq.reap-on-claim` expired leases, counting each in its
     /// row's `stalled` (as EchoMQ's sweep does); whether any went back.
-    pub fn reap_first(&self) -> Result<bool, Error> {
+    fn reap_first(&self) -> Result<bool, Error> {
         if !self.reap_due() {
             return Ok(false);
         }

@@ -248,7 +248,7 @@ impl<'q> Claim<'q> {
                 let read = q.lane_read(name.as_arg());
                 read.paused.clone()?;
                 StrayTo::Lane {
-                    before: read.lane().ok().filter(|l| l.active >= 0),
+                    before: read.lane_or_damage()?.ok().filter(|l| l.active >= 0),
                     name,
                     set,
                 }
