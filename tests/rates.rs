@@ -262,6 +262,30 @@ fn resume_ends_a_timed_pause_at_once_and_a_plain_pause_cancels_it() {
     assert_eq!(field(&lane, "paused_until"), Value::Nil);
 }
 
+/// RESUME of a lane its rate holds back (not paused) leaves its wait in
+/// `P gnext` as it is: the lane comes back by itself when its rate allows.
+/// (It used to drop the wait without ringing the lane: stranded until
+/// EMQ.REPAIR.)
+#[test]
+fn resume_of_a_throttled_lane_leaves_it_to_come_back_by_itself() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "a", 2);
+    c.ok(&["EMQ.RATE", P, "a", "1", "300", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "60000"])).len(), 1);
+    let at = zscore(&mut c, &format!("{P}gnext"), "a").expect("a waits for its rate");
+    c.ok(&["EMQ.RESUME", P, "a"]);
+    assert_eq!(
+        zscore(&mut c, &format!("{P}gnext"), "a"),
+        Some(at),
+        "its wait stays"
+    );
+    wait_for("lane a served again", || {
+        !served(&c.ok(&["EMQ.CLAIM", P, "60000"])).is_empty()
+    });
+    assert!(now_ms(&mut c) >= at, "not before its rate allows");
+}
+
 #[test]
 fn lane_queue_and_info_show_throttled_and_parked_lanes() {
     let server = Server::start();

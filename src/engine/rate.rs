@@ -89,14 +89,16 @@ pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
     Ok(())
 }
 
-/// EMQ.RESUME: at once, a timed pause cancelled. (A throttled lane's wait
-/// goes too: the first claim that meets it throttled puts it back.)
+/// EMQ.RESUME: at once, a timed pause cancelled. A lane that is not paused
+/// keeps its place in `P gnext`: there it waits for its rate, and comes
+/// back by itself.
 pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
     q.joinable()?;
     // The lane errors before the first write.
-    q.lane(lane)?;
-    if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {
-        forget(q, next, lane);
+    if q.lane(lane)?.paused {
+        if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {
+            forget(q, next, lane);
+        }
     }
     lanes::resume(q, lane)
 }
