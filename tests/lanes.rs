@@ -52,6 +52,15 @@ fn enqueue_writes_the_row_and_skips_duplicates() {
         ["1"],
         "one wake: one ring push"
     );
+    // A long batch (its repeats found by a hash): the first payload counts.
+    let mut args: Vec<String> = vec!["EMQ.ENQUEUE".into(), P.into(), "c".into()];
+    for i in 0..40 {
+        args.extend([format!("JOBc{i}"), format!("p{i}")]);
+    }
+    args.extend(["JOBc0".into(), "again".into(), "JOB2".into(), "x".into()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(c.int(&refs), 40);
+    assert_eq!(row(&mut c, P, "JOBc0", "payload").as_deref(), Some("p0"));
 }
 
 #[test]

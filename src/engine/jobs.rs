@@ -100,7 +100,10 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
         _ => match row.lane() {
             Some(lane) => {
                 let (lane, before) = lane_state(lane)?;
-                q.joinable()?;
+                // A job leaving its lane can only make the lane leave the
+                // ring, never join it: `P wake` is not touched, as by the
+                // script.
+                q.ring()?;
                 let set = q.pending_zset(lane.bytes())?;
                 Ok(Leave::Lane { lane, before, set })
             }

@@ -4,9 +4,12 @@
 //! ring follow (`schedule::ring_change`); none asks the ring where a lane is
 //! unless the lane must leave it.
 
+use std::collections::HashSet;
+
+use smallvec::SmallVec;
+
 use crate::ffi::{word, Arg, Key, Word};
 use crate::model::error::Error;
-use crate::model::grammar;
 use crate::model::row::{head_fate, Fate};
 use crate::model::schedule::{ring_change, Lane};
 use crate::queue::{stored_int, Queue, Score};
@@ -25,7 +28,20 @@ pub fn enqueue(q: &Queue, lane: Arg, jobs: &[(Arg, Arg)]) -> Result<i64, Error> 
     // a job named twice counts once, with its first payload, as a later one
     // would find the row the first wrote.
     let mut fresh: Vec<(Key, Arg, Arg)> = Vec::with_capacity(jobs.len());
-    for (job, payload) in grammar::distinct(jobs.to_vec(), |(job, _)| job.bytes()) {
+    let mut seen: HashSet<&[u8]> = HashSet::new();
+    let mut met: SmallVec<[&[u8]; 8]> = SmallVec::new();
+    for &(job, payload) in jobs {
+        let id = job.bytes();
+        let again = if jobs.len() > 8 {
+            !seen.insert(id)
+        } else {
+            let again = met.contains(&id);
+            met.push(id);
+            again
+        };
+        if again {
+            continue;
+        }
         let row = q.row_key(job.bytes())?;
         if row.kind() == crate::ffi::Kind::Empty {
             fresh.push((row, job, payload));
