@@ -173,13 +173,27 @@ impl Server {
                 if let Ok(()) = c.send(&[b"PING"]) {
                     // A server still loading answers -LOADING: not yet.
                     if matches!(c.read(), Ok(Ok(_))) {
-                        return true;
+                        // Another test's server may hold the port (two picked
+                        // the same free one): then this one cannot bind it.
+                        return self.is_own(&mut c);
                     }
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         false
+    }
+
+    /// Whether the server answering on `c` is this one's process (its
+    /// `INFO server` `process_id`).
+    fn is_own(&self, c: &mut Conn) -> bool {
+        let Ok(Ok(info)) = c.send(&[b"INFO", b"server"]).and_then(|_| c.read()) else {
+            return false;
+        };
+        let pid = self.child.id().to_string();
+        info.text()
+            .lines()
+            .any(|l| l.strip_prefix("process_id:").map(str::trim) == Some(pid.as_str()))
     }
 
     pub fn conn(&self) -> Conn {
@@ -247,10 +261,14 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // Only to its own process: once it is gone, another test's server
+        // may have the port.
         if let Ok(mut c) = Conn::open(self.port) {
             c.set_timeout(Some(Duration::from_secs(5)));
-            let _ = c.send(&[b"SHUTDOWN", b"NOSAVE"]);
-            let _ = c.read();
+            if self.is_own(&mut c) {
+                let _ = c.send(&[b"SHUTDOWN", b"NOSAVE"]);
+                let _ = c.read();
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(5) * slow();
         while Instant::now() < deadline {
