@@ -286,6 +286,90 @@ fn resume_of_a_throttled_lane_leaves_it_to_come_back_by_itself() {
     assert!(now_ms(&mut c) >= at, "not before its rate allows");
 }
 
+/// Lane a served once under a rate of 1 per 600 ms: the time (ms) its rate
+/// next allows a start, as `P gnext` holds it.
+fn throttled_a(c: &mut Conn) -> i64 {
+    fill(c, P, "a", 2);
+    c.ok(&["EMQ.RATE", P, "a", "1", "600", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()])).len(), 1);
+    zscore(c, &format!("{P}gnext"), "a").expect("a waits for its rate")
+}
+
+/// The start of a's second job, checked against its rate: not before it
+/// allows, and not much after (the timer's resolution, as a bound).
+fn served_when_its_rate_allows(c: &mut Conn, at: i64) {
+    let second = starts(c, "a")[1];
+    let late = second - at;
+    let tolerance = 250 * i64::from(support::server::slow());
+    assert!(
+        (0..tolerance).contains(&late),
+        "a served {late} ms after its rate allowed"
+    );
+    assert_eq!(c.int(&["SISMEMBER", &format!("{P}paused"), "a"]), 0);
+}
+
+/// A pause shorter than the rate's wait ends, and the lane still waits for
+/// its rate: then the timer brings it back to a worker blocked all along.
+/// (The pause's end used to ring it while throttled: the waiter's wake-up
+/// may not write, so it left the lane in the ring and waited out its BLOCK.)
+#[test]
+fn a_throttled_lane_paused_for_less_than_its_wait_comes_back_at_its_rate_to_a_waiting_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let at = throttled_a(&mut c);
+    c.ok(&["EMQ.PAUSE", P, "a", "FOR", "100"]);
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "5000"]);
+    let jobs = served(&waiter.join().unwrap().unwrap());
+    assert_eq!(jobs.len(), 1, "served, and not by the BLOCK's end");
+    served_when_its_rate_allows(&mut c, at);
+}
+
+#[test]
+fn a_throttled_lane_paused_for_less_than_its_wait_comes_back_at_its_rate_to_a_polling_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let at = throttled_a(&mut c);
+    c.ok(&["EMQ.PAUSE", P, "a", "FOR", "100"]);
+    let mut ended = false;
+    wait_for("lane a served again", || {
+        let got = served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]));
+        if !ended && got.is_empty() && now_ms(&mut c) > at - 400 {
+            // Its pause is over; it waits for its rate, off the ring.
+            ended = true;
+            assert!(ring(&mut c, P).is_empty(), "not rung while throttled");
+            assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), Some(at));
+        }
+        !got.is_empty()
+    });
+    assert!(ended, "the pause's end was seen");
+    served_when_its_rate_allows(&mut c, at);
+}
+
+/// RESUME of a paused lane its rate still holds back, with or without a
+/// timed pause: it waits in `P gnext` for its next start, shown throttled,
+/// and comes back by itself.
+#[test]
+fn resume_of_a_paused_lane_its_rate_holds_back_leaves_it_waiting_for_its_rate() {
+    for pause in [&["FOR", "60000"][..], &[][..]] {
+        let server = Server::start();
+        let mut c = server.conn();
+        let at = throttled_a(&mut c);
+        let mut args = vec!["EMQ.PAUSE", P, "a"];
+        args.extend_from_slice(pause);
+        c.ok(&args);
+        c.ok(&["EMQ.RESUME", P, "a"]);
+        assert!(ring(&mut c, P).is_empty(), "{pause:?}: not rung while throttled");
+        assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), Some(at), "{pause:?}");
+        let lane = c.ok(&["EMQ.LANE", P, "a"]);
+        assert_eq!(field(&lane, "paused"), Value::Int(0));
+        assert_eq!(field(&lane, "throttled"), Value::Int(1));
+        assert_eq!(field(&lane, "throttled_until"), Value::Int(at));
+        let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "5000"]);
+        assert_eq!(served(&waiter.join().unwrap().unwrap()).len(), 1, "{pause:?}");
+        served_when_its_rate_allows(&mut c, at);
+    }
+}
+
 #[test]
 fn lane_queue_and_info_show_throttled_and_parked_lanes() {
     let server = Server::start();
@@ -417,9 +501,50 @@ fn damaged_rate_state_skips_its_lane_and_the_others_are_served() {
     }
 }
 
+/// A paused lane whose rate is damaged: RESUME (which must know whether
+/// the rate still holds the lane back) refuses it and changes nothing; when
+/// a timed pause ends by itself, the lane is skipped and the others served.
+#[test]
+fn a_paused_lane_whose_rate_is_damaged_is_refused_resume_and_skipped_when_its_pause_ends() {
+    for (key, value, what) in [
+        ("grate", "20 per second", "rate of lane 'r'"),
+        ("gtat", "soon", "arrival time of lane 'r'"),
+    ] {
+        let server = Server::start();
+        let mut c = server.conn();
+        fill(&mut c, P, "r", 3);
+        fill(&mut c, P, "a", 8);
+        c.ok(&["EMQ.RATE", P, "r", "20", "1000"]);
+        c.ok(&["HSET", &format!("{P}{key}"), "r", value]);
+        c.ok(&["EMQ.PAUSE", P, "r", "FOR", "150"]);
+        let before = digest(&mut c);
+        let err = c.cmd(&["EMQ.RESUME", P, "r"]).unwrap_err();
+        assert!(err.contains(what) && err.contains(&format!("{P}{key}")), "{err}");
+        assert_eq!(digest(&mut c), before, "{key}: nothing changed");
+        let end = zscore(&mut c, &format!("{P}gnext"), "r").unwrap();
+        wait_for("r's pause ends", || now_ms(&mut c) > end);
+        for _ in 0..6 {
+            let got = served(&c.ok(&["EMQ.CLAIM", P, "1000"]));
+            assert!(got.iter().all(|j| j.3 == "a"), "{key}: {got:?}");
+        }
+        assert_eq!(c.int(&["SISMEMBER", &format!("{P}paused"), "r"]), 0, "{key}");
+        assert!(emq_stat(&mut c, "lanes_skipped") >= 1, "{key}");
+        assert_eq!(
+            c.int(&["ZCARD", &format!("{P}g:r:pending")]),
+            3,
+            "{key}: r untouched"
+        );
+    }
+}
+
 /// Rates, throttled turns, timed pauses and the timer's re-rings, each as a
 /// replica and an AOF reload see them.
 fn rated_work(server: &Server, c: &mut Conn) {
+    // s: throttled, then paused for less than its wait; back at its rate.
+    fill(c, P, "s", 2);
+    c.ok(&["EMQ.RATE", P, "s", "1", "400", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.WCLAIM", P, "60000"]))[0].3, "s");
+    c.ok(&["EMQ.PAUSE", P, "s", "FOR", "100"]);
     fill(c, P, "a", 30);
     fill(c, P, "p", 5);
     c.ok(&["EMQ.PAUSE", P, "a"]);
@@ -438,6 +563,10 @@ fn rated_work(server: &Server, c: &mut Conn) {
         thread::sleep(Duration::from_millis(3));
     }
     assert!(emq_stat(c, "lanes_throttled") >= 2 && emq_stat(c, "lanes_returned") >= 2);
+    wait_for("lane s served again", || {
+        c.ok(&["EMQ.WCLAIM", P, "60000"]);
+        c.int(&["ZCARD", &format!("{P}g:s:pending")]) == 0
+    });
 }
 
 #[test]

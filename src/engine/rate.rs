@@ -9,7 +9,7 @@ use crate::ffi::{Arg, Key, Kind};
 use crate::model::error::Error;
 use crate::model::layout::Fixed;
 use crate::model::rate::{parse_tat, Rate};
-use crate::queue::{Queue, Score};
+use crate::queue::Queue;
 
 use super::lanes;
 use super::timer;
@@ -89,33 +89,28 @@ pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
     Ok(())
 }
 
-/// EMQ.RESUME: at once, a timed pause cancelled. A lane that is not paused
-/// keeps its place in `P gnext`: there it waits for its rate, and comes
-/// back by itself.
+/// EMQ.RESUME: at once, a timed pause cancelled; a lane its rate still
+/// holds back waits in `P gnext` for its next start instead of joining the
+/// ring. A lane that is not paused keeps its place in `P gnext`: there it
+/// waits for its rate, and comes back by itself.
 pub fn resume(q: &Queue, lane: Arg) -> Result<(), Error> {
     q.joinable()?;
-    // The lane errors before the first write.
-    if q.lane(lane)?.paused {
-        if let Some(next) = q.optional(Fixed::Next, Kind::Zset)? {
-            forget(q, next, lane);
-        }
+    // The lane and its rate error before the first write.
+    if !q.lane(lane)?.paused {
+        return Ok(());
+    }
+    let next = q.next()?;
+    let until = q.throttled_until(lane)?;
+    match until {
+        Some(at) => wait_until(q, next, lane, at),
+        None => forget(q, next, lane),
     }
     lanes::resume(q, lane)
 }
 
 /// `ZADD P gnext at lane`, and the timer of waiting clients fires by then.
 pub fn wait_until(q: &Queue, next: Key, lane: Arg, at: i64) {
-    if next.zset_score(lane) != Some(at as f64) {
-        let text = q.ctx.string_from_i64(at);
-        q.zadd(
-            next,
-            Score {
-                value: at,
-                text: text.as_arg(),
-            },
-            &[lane],
-        );
-    }
+    q.wait_in_next(next, lane, at);
     timer::due(q.ctx, q.prefix_bytes, at);
 }
 

@@ -238,7 +238,8 @@ fn due_work(q: &Queue) -> Result<bool, crate::model::error::Error> {
     let promoted = promote_due(q, BATCH, OnDamage::Lenient)?;
     q.call
         .count(&stats::JOBS_PROMOTED_BY_TIMER, promoted.promoted as u64);
-    let back = ring_due(q, BATCH)?;
+    // A lane kept in `P gnext` for its rate is met again by `next_time`.
+    let back = ring_due(q, BATCH)?.met;
     if back > 0 {
         // A lane already in the ring (rung by a script while it waited)
         // is not pushed again: its waiters are told all the same.

@@ -2,9 +2,8 @@
 //! glance, each figure O(1) or O(log N)). Both read only.
 
 use crate::ffi::{word, Arg, Kind, Reply, Word};
-use crate::model::error::{Error, RATE_TEXT};
+use crate::model::error::Error;
 use crate::model::layout::Fixed;
-use crate::model::rate::Rate;
 use crate::model::schedule::effective_weight;
 use crate::queue::{stored_int, Queue};
 
@@ -19,19 +18,8 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
     let state = q.lane(lane)?;
     let weight = effective_weight(stored_int(q.weights()?, lane, "weight of lane")?);
     let ringed = q.ring()?.list_positions(lane.bytes()).len() as i64;
-    let rates = q.rates()?;
-    let text = rates.hash_get(lane);
-    let rate = match &text {
-        None => None,
-        Some(t) => Some(Rate::parse(t.bytes()).ok_or_else(|| {
-            Error::bad_stored("rate of lane", lane.bytes(), rates.name().bytes(), RATE_TEXT)
-        })?),
-    };
-    let tat = stored_int(q.tats()?, lane, "arrival time of lane")?;
-    let now_us = q.ctx.now_ms().saturating_mul(1000);
-    let until = rate
-        .filter(|r| r.allowed(tat, now_us) == 0)
-        .map(|r| r.next_start_ms(tat.unwrap_or(now_us)));
+    let text = q.rates()?.hash_get(lane);
+    let until = q.throttled_until(lane)?;
     let paused_until = match state.paused {
         true => q.next()?.zset_score(lane).map(|t| t as i64),
         false => None,

@@ -202,6 +202,21 @@ impl<'q> Queue<'q> {
         self.call.repl.effect(c"DEL", &[key.name()]);
     }
 
+    /// `ZADD P gnext at lane` unless it is there at that time already.
+    pub fn wait_in_next(&self, next: Key, lane: Arg, at: i64) {
+        if next.zset_score(lane) != Some(at as f64) {
+            let text = self.ctx.string_from_i64(at);
+            self.zadd(
+                next,
+                Score {
+                    value: at,
+                    text: text.as_arg(),
+                },
+                &[lane],
+            );
+        }
+    }
+
     /// `SADD` / `SREM` on `P paused` (through a call: the key API has no set
     /// calls); whether it changed the set.
     pub fn paused_set(&self, lane: Arg, paused: bool) -> Result<bool, crate::model::error::Error> {

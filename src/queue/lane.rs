@@ -4,8 +4,9 @@
 //! is an error naming the key and the lane, docs/damage.md).
 
 use crate::ffi::{Arg, Key};
-use crate::model::error::{Error, INTEGER};
+use crate::model::error::{Error, INTEGER, RATE_TEXT};
 use crate::model::grammar::parse_i64;
+use crate::model::rate::Rate;
 use crate::model::schedule::Lane;
 
 use super::Queue;
@@ -60,6 +61,21 @@ impl<'q> Queue<'q> {
             paused: self.is_paused(lane),
             throttled: self.waits_in_next(lane),
         }
+    }
+
+    /// The time (ms) the lane's rate next allows a start, if it allows none
+    /// now (an error names a damaged rate or arrival time).
+    pub fn throttled_until(&self, lane: Arg) -> Result<Option<i64>, Error> {
+        let rates = self.rates()?;
+        let Some(text) = rates.hash_get(lane) else {
+            return Ok(None);
+        };
+        let rate = Rate::parse(text.bytes()).ok_or_else(|| {
+            Error::bad_stored("rate of lane", lane.bytes(), rates.name().bytes(), RATE_TEXT)
+        })?;
+        let tat = stored_int(self.tats()?, lane, "arrival time of lane")?;
+        let now_us = self.ctx.now_ms().saturating_mul(1000);
+        Ok((rate.allowed(tat, now_us) == 0).then(|| rate.next_start_ms(tat.unwrap_or(now_us))))
     }
 
     /// The lane's numbers with `limit` for its ceiling (the stored one is

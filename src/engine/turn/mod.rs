@@ -28,6 +28,7 @@ use crate::runtime::{config, stats};
 use super::books::OnDamage;
 use super::next;
 use super::returns::{self, Sweep};
+use super::timer;
 
 pub use replay::replay_turn;
 
@@ -126,7 +127,11 @@ impl<'q> Claim<'q> {
         if !self.lanes_due() {
             return Ok(false);
         }
-        Ok(next::ring_due(self.q, config::reap_on_claim().max(1))? > 0)
+        let due = next::ring_due(self.q, config::reap_on_claim().max(1))?;
+        if let Some(at) = due.wait {
+            timer::due(self.q.ctx, self.q.prefix_bytes, at);
+        }
+        Ok(due.met > 0)
     }
 
     fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
