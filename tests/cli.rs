@@ -202,8 +202,28 @@ fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
         ),
         "{out}"
     );
-    assert!(out.ends_with("5 lanes checked, repaired 3, 1 damaged beyond repair (set their ceiling with EMQ.LIMIT, or remove the stray key)\n"), "{out}");
+    assert!(out.ends_with("5 lanes checked, repaired 3, 1 damaged beyond repair (set their ceiling with EMQ.LIMIT or their rate with EMQ.RATE, or remove the stray key)\n"), "{out}");
     assert_eq!(ring(&mut c, p).len(), 3);
+}
+
+/// A throttled lane whose wait in `P gnext` was lost: `emq repair` says it
+/// restores the wait and leaves the lane out of the ring.
+#[test]
+fn repair_restores_a_throttled_lanes_lost_wait() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{r}:";
+    c.ok(&["EMQ.ENQUEUE", p, "a", "JOB-1", "x", "JOB-2", "y"]);
+    c.ok(&["EMQ.RATE", p, "a", "1", "600000", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", p, "60000"])).len(), 1);
+    let next = format!("{p}gnext");
+    let at = c.ok(&["ZSCORE", &next, "a"]).text();
+    c.ok(&["DEL", &next]);
+    let out = stdout_ok(&emq(&server, &["repair", p]));
+    assert!(out.contains(&format!("a: waits none -> {at}")), "{out}");
+    assert!(out.ends_with("1 lanes checked, repaired 1\n"), "{out}");
+    assert_eq!(c.ok(&["ZSCORE", &next, "a"]).text(), at);
+    assert!(ring(&mut c, p).is_empty(), "not rung while throttled");
 }
 
 #[test]

@@ -370,6 +370,206 @@ fn resume_of_a_paused_lane_its_rate_holds_back_leaves_it_waiting_for_its_rate() 
     }
 }
 
+/// EchoMQ's own `@gresume` (rate-unaware) rings lane a, paused while its
+/// rate held it back; `P gnext` no longer holds its wait (a plain PAUSE
+/// cancels it). A worker blocked before, and one that blocks after, is
+/// served when a's rate allows, by the timer. (The wake-up, which may not
+/// write, used to keep waiting with a in the ring and nothing to wake it.)
+#[test]
+fn a_throttled_lane_rung_by_echomqs_resume_script_is_served_at_its_rate_to_waiting_workers() {
+    for waiter_first in [true, false] {
+        let server = Server::start();
+        let mut c = server.conn();
+        let at = throttled_a(&mut c);
+        c.ok(&["EMQ.PAUSE", P, "a"]);
+        assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), None);
+        let block = || server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "5000"]);
+        let waiter = waiter_first.then(block);
+        if waiter_first {
+            wait_for("the worker waits", || emq_stat(&mut c, "blocked_clients") == 1);
+        }
+        let keys = ["paused", "ring", "glimit", "gactive", "wake"].map(|k| format!("{P}{k}"));
+        let script = support::twins::source("gresume");
+        let mut args = vec!["EVAL", script.as_str(), "5"];
+        args.extend(keys.iter().map(String::as_str));
+        args.extend([P, "a"]);
+        c.ok(&args);
+        assert_eq!(ring(&mut c, P), ["a"], "rung by the script");
+        let waiter = waiter.unwrap_or_else(block);
+        let jobs = served(&waiter.join().unwrap().unwrap());
+        assert_eq!(
+            jobs.len(),
+            1,
+            "waiter first {waiter_first}: served, not timed out"
+        );
+        served_when_its_rate_allows(&mut c, at);
+    }
+}
+
+/// EchoMQ's own `@gpause` pauses lane a while its rate holds it back, and
+/// leaves a's wait in `P gnext`: that is no timed pause. When the wait's
+/// time comes (for a worker waiting all along, and for polling ones) a stays
+/// paused and its wait goes; EMQ.RESUME brings it back. A throttled lane
+/// whose time has passed is no longer counted throttled by EMQ.QUEUE.
+#[test]
+fn a_lane_echomqs_pause_script_pauses_while_throttled_stays_paused() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let at = throttled_a(&mut c);
+    assert_eq!(field(&c.ok(&["EMQ.QUEUE", P]), "throttled"), Value::Int(1));
+    let keys = [format!("{P}paused"), format!("{P}ring")];
+    let script = support::twins::source("gpause");
+    c.ok(&["EVAL", &script, "2", &keys[0], &keys[1], "a"]);
+    let lane = c.ok(&["EMQ.LANE", P, "a"]);
+    assert_eq!(field(&lane, "paused"), Value::Int(1));
+    assert_eq!(field(&lane, "paused_until"), Value::Nil, "not a timed pause");
+    let queue = c.ok(&["EMQ.QUEUE", P]);
+    assert_eq!(field(&queue, "timed_paused"), Value::Int(0));
+    assert_eq!(field(&queue, "throttled"), Value::Int(0));
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "1200"]);
+    wait_for("a's wait has come", || now_ms(&mut c) > at + 100);
+    assert!(
+        served(&waiter.join().unwrap().unwrap()).is_empty(),
+        "a stays paused"
+    );
+    for _ in 0..3 {
+        assert!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()])).is_empty());
+    }
+    assert_eq!(c.int(&["SISMEMBER", &keys[0], "a"]), 1, "still paused");
+    assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), None, "its wait gone");
+    c.ok(&["EMQ.RESUME", P, "a"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]))[0].3, "a");
+}
+
+/// Without a script: a throttled lane whose wait's time has passed (no
+/// claim has met it yet) is counted throttled by neither EMQ.LANE nor
+/// EMQ.QUEUE; and a PAUSE FOR that would end exactly at the rate's wait
+/// ends a ms later, so it is still read as a timed pause.
+#[test]
+fn a_wait_passed_is_not_throttled_and_a_timed_pause_never_ends_at_the_rate_wait() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let at = throttled_a(&mut c);
+    wait_for("a's wait has passed", || now_ms(&mut c) > at);
+    assert_eq!(field(&c.ok(&["EMQ.LANE", P, "a"]), "throttled"), Value::Int(0));
+    assert_eq!(field(&c.ok(&["EMQ.QUEUE", P]), "throttled"), Value::Int(0));
+    // Served again; now a pause until its next wait's very ms.
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]))[0].3, "a");
+    let wait = zscore(&mut c, &format!("{P}gnext"), "a").unwrap();
+    let now = now_ms(&mut c);
+    c.ok(&["EMQ.PAUSE", P, "a", "FOR", &(wait - now).to_string()]);
+    let end = zscore(&mut c, &format!("{P}gnext"), "a").unwrap();
+    // The server's clock may have moved on a ms between the two calls.
+    assert!(end > wait, "end {end}, rate wait {wait}");
+    assert_eq!(
+        field(&c.ok(&["EMQ.LANE", P, "a"]), "paused_until"),
+        Value::Int(end)
+    );
+}
+
+/// EMQ.REPAIR judges a rated lane by its rate: a throttled lane is healthy
+/// out of the ring, waiting in `P gnext` at its next start; a wait lost is
+/// restored (and the timer armed), a lane rung by a script is taken out, a
+/// wait no rate explains is forgotten, and a damaged rate is named with the
+/// lane's ring membership left as it is. A timed pause is left alone.
+#[test]
+fn repair_judges_a_rated_lane_by_its_rate() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let next = format!("{P}gnext");
+    fill(&mut c, P, "a", 3);
+    fill(&mut c, P, "b", 3);
+    c.ok(&["EMQ.RATE", P, "a", "1", "60000", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]))[0].3, "a");
+    let at = zscore(&mut c, &next, "a").expect("a waits for its rate");
+    let repair = |c: &mut Conn, lane: &str, dry: bool| {
+        let mut args = vec!["EMQ.REPAIR", P, lane];
+        if dry {
+            args.push("DRYRUN");
+        }
+        c.ok(&args)
+    };
+    let r = repair(&mut c, "a", true);
+    assert_eq!(field(&r, "changed"), Value::Int(0), "healthy: {}", r.render());
+    assert_eq!(field(&r, "next_after"), Value::Int(at));
+
+    // Its wait lost: restored, not rung.
+    c.ok(&["DEL", &next]);
+    let r = repair(&mut c, "a", true);
+    assert_eq!(field(&r, "changed"), Value::Int(1));
+    assert_eq!(field(&r, "next_before"), Value::Nil);
+    assert_eq!(field(&r, "next_after"), Value::Int(at));
+    assert_eq!(field(&r, "ringed_after"), Value::Int(0));
+    assert_eq!(zscore(&mut c, &next, "a"), None, "a dry run writes nothing");
+    repair(&mut c, "a", false);
+    assert_eq!(zscore(&mut c, &next, "a"), Some(at));
+    assert_eq!(ring(&mut c, P), ["b"]);
+
+    // Rung by a script while throttled: taken out, its wait kept.
+    c.ok(&["RPUSH", &format!("{P}ring"), "a"]);
+    let r = repair(&mut c, "a", false);
+    assert_eq!(
+        (field(&r, "ringed_before"), field(&r, "ringed_after")),
+        (Value::Int(1), Value::Int(0))
+    );
+    assert_eq!(ring(&mut c, P), ["b"]);
+    assert_eq!(zscore(&mut c, &next, "a"), Some(at));
+
+    // b has no rate: a wait for a time to come is damage, forgotten; b
+    // stays in the ring.
+    let later = (at + 5_000).to_string();
+    c.ok(&["ZADD", &next, &later, "b"]);
+    let r = repair(&mut c, "b", false);
+    assert_eq!(field(&r, "changed"), Value::Int(1));
+    assert_eq!(field(&r, "next_after"), Value::Nil);
+    assert_eq!(zscore(&mut c, &next, "b"), None);
+    assert_eq!(ring(&mut c, P), ["b"]);
+
+    // A timed pause is no wait of its rate: left as it is.
+    c.ok(&["EMQ.PAUSE", P, "b", "FOR", "60000"]);
+    let end = zscore(&mut c, &next, "b").unwrap();
+    let r = repair(&mut c, "b", false);
+    assert_eq!(field(&r, "changed"), Value::Int(0), "{}", r.render());
+    assert_eq!(zscore(&mut c, &next, "b"), Some(end));
+    c.ok(&["EMQ.RESUME", P, "b"]);
+
+    // A damaged rate: named, a's membership and wait left as they are.
+    c.ok(&["HSET", &format!("{P}grate"), "a", "fast"]);
+    c.ok(&["RPUSH", &format!("{P}ring"), "a"]);
+    let before = digest(&mut c);
+    let r = repair(&mut c, "a", false);
+    assert!(
+        field(&r, "damaged").text().contains("rate of lane 'a'"),
+        "{}",
+        r.render()
+    );
+    assert_eq!(field(&r, "changed"), Value::Int(0));
+    assert_eq!(digest(&mut c), before, "nothing changed");
+
+    // Mended with a new rate, a second repair finds nothing to do.
+    c.ok(&["EMQ.RATE", P, "a", "1", "60000", "BURST", "1"]);
+    for lane in ["a", "b"] {
+        let r = repair(&mut c, lane, false);
+        assert_eq!(field(&r, "changed"), Value::Int(0), "{lane}: {}", r.render());
+    }
+}
+
+/// A throttled lane whose wait was lost (its `P gnext` entry deleted) is
+/// restored by EMQ.REPAIR with the timer armed: a worker blocked all along
+/// is served when its rate allows.
+#[test]
+fn a_wait_repair_restores_brings_the_lane_back_to_a_waiting_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let at = throttled_a(&mut c);
+    c.ok(&["DEL", &format!("{P}gnext")]);
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "5000"]);
+    wait_for("the worker waits", || emq_stat(&mut c, "blocked_clients") == 1);
+    c.ok(&["EMQ.REPAIR", P, "a"]);
+    assert_eq!(served(&waiter.join().unwrap().unwrap()).len(), 1);
+    served_when_its_rate_allows(&mut c, at);
+}
+
 #[test]
 fn lane_queue_and_info_show_throttled_and_parked_lanes() {
     let server = Server::start();

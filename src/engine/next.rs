@@ -24,6 +24,9 @@ enum Back {
     /// Its pause ended while its rate still holds it back: on in `P gnext`
     /// until its next start.
     Wait(i64),
+    /// Paused by EchoMQ's `@gpause` while it waited for its rate: no timed
+    /// pause ends, so it stays paused; its wait goes (RESUME reads the rate).
+    Paused,
 }
 
 /// What [`ring_due`] did.
@@ -50,10 +53,11 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<Due, Error> {
     // Each lane read before the first write; one the caller may not touch
     // refuses the command.
     let mut lanes = Vec::with_capacity(due.len());
-    for (lane, _) in &due {
+    for (lane, at) in &due {
         let lane = lane.as_arg();
         let paused = q.is_paused(lane)?;
         let back = match q.throttled_until(lane) {
+            _ if paused && q.is_rate_wait(lane, *at as i64)? => Back::Paused,
             Err(e @ Error::NoPermission { .. }) => return Err(e),
             Ok(Some(at)) if at > now => Back::Wait(at),
             // A damaged rate is rung all the same: the claim that meets it
@@ -73,6 +77,10 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<Due, Error> {
             Back::Ring(_) => {
                 q.zrem(next, &[lane], c"zrem");
                 rung += 1;
+            }
+            Back::Paused => {
+                q.zrem(next, &[lane], c"zrem");
+                continue;
             }
         }
         if paused {

@@ -75,8 +75,14 @@ pub fn pause(q: &Queue, lane: Arg, for_ms: Option<i64>) -> Result<(), Error> {
     match for_ms {
         Some(ms) => {
             let next = q.next()?;
+            let mut end = q.ctx.now_ms().saturating_add(ms);
+            // Never at the time its rate's wait would have: that one is no
+            // pause's end (Queue::is_rate_wait), one ms later is.
+            if q.is_rate_wait(lane, end)? {
+                end += 1;
+            }
             lanes::pause(q, lane)?;
-            wait_until(q, next, lane, q.ctx.now_ms().saturating_add(ms));
+            wait_until(q, next, lane, end);
         }
         None => {
             let next = q.optional(Fixed::Next, Kind::Zset)?;

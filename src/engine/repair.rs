@@ -2,9 +2,13 @@
 //! deleted ring, a hand-edited count). A lane's truth:
 //! - its active count is the number of leases (`P active`) whose rows name
 //!   it and say `active`;
-//! - the ring holds it exactly once when serviceable, else not at all.
+//! - the ring holds it exactly once when serviceable, else not at all;
+//! - unless paused (`P gnext` then holds a timed pause's end, left as it
+//!   is), it waits in `P gnext` at its next start exactly when its rate
+//!   allows no start now, and not at a time to come otherwise.
 //!
-//! A lane whose ceiling or pending key is damaged keeps its ring membership
+//! A lane whose ceiling, rate or pending key is damaged keeps its ring membership
+//! and its place in `P gnext`
 //! (claims skip it) and the reply names the damage; its active count is
 //! still repaired, and so are the other lanes of the call. Many lanes share
 //! one pass over the ring and the leases, so that `emq repair` over a large
@@ -19,6 +23,8 @@ use crate::model::row::State;
 use crate::model::schedule::RingChange;
 use crate::queue::{stored_int, Queue};
 
+use super::rate;
+
 /// What one lane's repair finds.
 struct Plan<'a> {
     lane: Arg<'a>,
@@ -27,6 +33,9 @@ struct Plan<'a> {
     /// Its ring positions, from the head.
     positions: Vec<usize>,
     serviceable: bool,
+    /// Its time in `P gnext`, and the one it should have.
+    next_before: Option<i64>,
+    next_after: Option<i64>,
     /// The lane's own state that REPAIR cannot re-derive (its ceiling not an
     /// integer, its pending key of another type): its ring membership is
     /// left as it is, as claims leave a damaged lane, and the reply says why.
@@ -51,12 +60,17 @@ impl Plan<'_> {
         self.positions.len() != self.ringed_after()
     }
 
+    fn next_changes(&self) -> bool {
+        self.damaged.is_none() && self.next_before != self.next_after
+    }
+
     fn changed(&self) -> bool {
-        self.active_changes() || self.ring_changes()
+        self.active_changes() || self.ring_changes() || self.next_changes()
     }
 
     fn reply(self, dry: bool) -> Reply {
         let changed = self.changed();
+        let time = |t: Option<i64>| t.map_or(Reply::Null, Reply::Int);
         Reply::Map(vec![
             ("changed", Reply::Int(i64::from(changed))),
             ("ringed_before", Reply::Int(self.positions.len() as i64)),
@@ -66,6 +80,14 @@ impl Plan<'_> {
                 self.active_before.map_or(Reply::Null, Reply::Owned),
             ),
             ("active_after", Reply::Int(self.active_after)),
+            ("next_before", time(self.next_before)),
+            (
+                "next_after",
+                time(match self.damaged {
+                    Some(_) => self.next_before,
+                    None => self.next_after,
+                }),
+            ),
             ("dry_run", Reply::Int(i64::from(dry))),
             (
                 "damaged",
@@ -87,6 +109,8 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
             active_after: 0,
             positions: Vec::new(),
             serviceable: false,
+            next_before: None,
+            next_after: None,
             damaged: None,
         })
         .collect();
@@ -100,22 +124,37 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
     }
     let active = q.active()?;
     let limits = q.limits()?;
+    let next = q.next()?;
+    let now = q.ctx.now_ms();
     for plan in &mut plans {
         plan.active_before = active.hash_get(plan.lane);
         let paused = q.is_paused(plan.lane)?;
+        plan.next_before = next.zset_score(plan.lane).map(|t| t as i64);
         // One lane's damage must not stop the others' repair.
         let limit = stored_int(limits, plan.lane, "limit of lane");
+        let until = match q.throttled_until(plan.lane) {
+            Err(e @ Error::NoPermission { .. }) => return Err(e),
+            until => until,
+        };
         let depth = match q.pending_zset(plan.lane.bytes()) {
             Ok(zset) => Ok(zset.len()),
             Err(Error::WrongType) => Err(()),
             Err(e) => return Err(e), // NOPERM: the call's, not the lane's
         };
-        match (limit, depth) {
-            (Ok(limit), Ok(depth)) => {
-                plan.serviceable = depth > 0 && !paused && limit.is_none_or(|l| plan.active_after < l);
+        match (limit, until, depth) {
+            (Ok(limit), Ok(until), Ok(depth)) => {
+                let throttled = until.is_some_and(|at| at > now);
+                plan.serviceable =
+                    depth > 0 && !paused && !throttled && limit.is_none_or(|l| plan.active_after < l);
+                plan.next_after = match (paused, until) {
+                    (true, _) => plan.next_before,
+                    (false, Some(at)) if throttled => Some(at),
+                    // A time passed is no wait: the next claim forgets it.
+                    (false, _) => plan.next_before.filter(|&t| t <= now),
+                };
             }
-            (Err(e), _) => plan.damaged = e.message(),
-            (_, Err(_)) => {
+            (Err(e), _, _) | (_, Err(e), _) => plan.damaged = e.message(),
+            (_, _, Err(_)) => {
                 let key = layout::pending(q.prefix_bytes, plan.lane.bytes());
                 plan.damaged = Some(format!("'{}' is not a sorted set", quote(&key)));
             }
@@ -164,6 +203,15 @@ fn write(q: &Queue, plans: &[Plan]) -> Result<(), Error> {
     let active = q.active()?;
     for plan in plans.iter().filter(|p| p.active_changes()) {
         q.set_count(active, plan.lane, plan.active_after);
+    }
+    let next = q.next()?;
+    for plan in plans.iter().filter(|p| p.next_changes()) {
+        match plan.next_after {
+            Some(at) => rate::wait_until(q, next, plan.lane, at),
+            None => {
+                q.zrem(next, &[plan.lane], c"zrem");
+            }
+        }
     }
     // Every occurrence of a lane whose membership is wrong goes; the
     // serviceable ones then join once, at the tail.

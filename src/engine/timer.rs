@@ -45,6 +45,9 @@ struct Watch {
     waiters: usize,
     /// The timer and the deadline (ms) it is set for.
     timer: Option<(TimerId, i64)>,
+    /// When to wake the waiters though no key changes: a lane in the ring
+    /// whose rate held it back may start then (see [`wake_at`]).
+    wake: Option<i64>,
 }
 
 /// The watches, by id and by queue: a served claim finds its queue's watch
@@ -102,6 +105,7 @@ pub fn watch(ctx: &Ctx, prefix: &[u8], earliest: Option<i64>) -> u64 {
                 prefix: prefix.to_vec(),
                 waiters: 1,
                 timer: None,
+                wake: None,
             },
         );
         watches.by_queue.entry(db).or_default().insert(prefix.into(), id);
@@ -149,6 +153,25 @@ pub fn due(ctx: &Ctx, prefix: &[u8], at: i64) {
     }
 }
 
+/// A waiting claim passed over a lane in the ring that its rate holds back
+/// until `at` (rung there by a rate-unaware script, so not in `P gnext`):
+/// the waiters are woken then to look again. The claim could not move the
+/// lane to `P gnext` itself: a wake-up that writes and keeps waiting aborts
+/// Redis 7.0.
+pub fn wake_at(ctx: &Ctx, prefix: &[u8], at: i64) {
+    let db = ctx.db();
+    let id = WATCHES.with(|w| {
+        let mut watches = w.borrow_mut();
+        let id = watches.find(db, prefix)?;
+        let watch = watches.get_mut(id)?;
+        watch.wake = Some(watch.wake.map_or(at, |w| w.min(at)));
+        Some(id)
+    });
+    if let Some(id) = id {
+        arm(ctx, id, at);
+    }
+}
+
 /// Sets watch `id`'s timer for `at` (ms) unless it is set for sooner.
 fn arm(ctx: &Ctx, id: u64, at: i64) {
     let old = WATCHES.with(|w| w.borrow().by_id.get(&id).map(|watch| watch.timer));
@@ -171,6 +194,7 @@ fn arm(ctx: &Ctx, id: u64, at: i64) {
 /// The timer of watch `id` fired: do what has come due, then set the timer
 /// for the next time while clients still wait.
 fn fire(ctx: &mut Ctx, id: u64) {
+    let now = ctx.now_ms();
     let found = WATCHES.with(|w| {
         let mut watches = w.borrow_mut();
         let watch = watches.get_mut(id)?;
@@ -194,10 +218,20 @@ fn fire(ctx: &mut Ctx, id: u64) {
         return;
     }
     stats::TIMER_FIRINGS.add(1);
+    // A wake that has come is taken; one still to come is kept.
+    let (woken, wake) = WATCHES.with(|w| {
+        let mut watches = w.borrow_mut();
+        let wake = watches.get_mut(id).map(|watch| &mut watch.wake);
+        wake.map_or((false, None), |wake| {
+            (wake.take_if(|at| *at <= now).is_some(), *wake)
+        })
+    });
     let call = Call::new(ctx, false);
     let prefix_arg = ctx.string(&prefix);
     let q = Queue::internal(&call, prefix_arg.as_arg());
-    let now = ctx.now_ms();
+    if woken {
+        q.wake_waiters();
+    }
     let next = match due_work(&q) {
         // More may have come due than one firing ends: go on right away.
         Ok(true) => Some(now),
@@ -214,7 +248,7 @@ fn fire(ctx: &mut Ctx, id: u64) {
             Some(now + 10 * RETRY_MS)
         }
     };
-    if let Some(next) = next {
+    if let Some(next) = [next, wake].into_iter().flatten().min() {
         arm(ctx, id, next);
     }
 }

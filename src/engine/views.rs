@@ -20,10 +20,7 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
     let ringed = q.ring()?.list_positions(lane.bytes()).len() as i64;
     let text = q.rates()?.hash_get(lane);
     let until = q.throttled_until(lane)?;
-    let paused_until = match state.paused {
-        true => q.next()?.zset_score(lane).map(|t| t as i64),
-        false => None,
-    };
+    let paused_until = q.pause_end(lane)?;
     let int = Reply::Int;
     let time = |t: Option<i64>| t.map_or(Reply::Null, int);
     Ok(Reply::Map(vec![
@@ -40,17 +37,23 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
     ]))
 }
 
-/// How many lanes wait in `P gnext` throttled, and how many paused until a
-/// time (O(G) for G lanes in it), and the first time one comes back.
-fn waiting(q: &Queue) -> Result<(i64, i64, Option<f64>), Error> {
+/// How many lanes wait in `P gnext` throttled (for a time still to come: a
+/// time passed is no wait, as EMQ.LANE says), and how many paused until a
+/// time (not a paused lane's rate wait: EMQ.LANE's `paused_until`), O(G) for
+/// G lanes in it, and the first time one comes back.
+fn waiting(q: &Queue, now: i64) -> Result<(i64, i64, Option<f64>), Error> {
     let next = q.next()?;
     let mut lanes = Vec::with_capacity(next.len());
-    next.zset_for_each(|lane, _| lanes.push(lane));
-    let mut paused = 0;
-    for lane in &lanes {
-        paused += i64::from(q.is_paused(lane.as_arg())?);
+    next.zset_for_each(|lane, at| lanes.push((lane, at)));
+    let (mut throttled, mut paused) = (0, 0);
+    for (lane, at) in &lanes {
+        let lane = lane.as_arg();
+        match q.is_paused(lane)? {
+            true => paused += i64::from(!q.is_rate_wait(lane, *at as i64)?),
+            false => throttled += i64::from(*at > now as f64),
+        }
     }
-    Ok((lanes.len() as i64 - paused, paused, next.zset_first_score()))
+    Ok((throttled, paused, next.zset_first_score()))
 }
 
 /// EMQ.QUEUE: the ring's lanes, paused lanes, whether the whole queue is
@@ -81,7 +84,7 @@ pub fn queue(q: &Queue) -> Result<Reply, Error> {
     let leases = q.leases()?;
     let schedule = q.schedule()?;
     let time = |t: Option<f64>| t.map_or(Reply::Null, |t| Reply::Int(t as i64));
-    let (throttled, timed_paused, next_return) = waiting(q)?;
+    let (throttled, timed_paused, next_return) = waiting(q, now)?;
     let max = match max_stalled(q, OnDamage::Fail) {
         Ok(max) => max.map_or(Reply::Null, Reply::Int),
         Err(Error::BadStored { .. }) => meta

@@ -68,6 +68,9 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     // by the timer when leases run out or jobs come due).
     stats::BLOCKED.add(1);
     let watch = timer::watch(call.ctx, req.prefix.bytes(), earliest(&q, &claim));
+    if let Some(at) = claim.held_until() {
+        timer::wake_at(call.ctx, req.prefix.bytes(), at);
+    }
     call.ctx.block_on_key(
         claim.ring_name(),
         timeout,
@@ -99,6 +102,9 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     let claim = Claim::open(&q, req.kind)?;
     let deadline = ctx.now_ms().saturating_add(req.lease);
     let Some(first) = claim.first_servable()? else {
+        if let Some(at) = claim.held_until() {
+            timer::wake_at(ctx, req.prefix.bytes(), at);
+        }
         return Ok(None);
     };
     // It will serve (returning expired leases and ringing due lanes only

@@ -63,9 +63,9 @@ impl<'q> Queue<'q> {
         }
     }
 
-    /// The time (ms) the lane's rate next allows a start, if it allows none
-    /// now (an error names a damaged rate or arrival time).
-    pub fn throttled_until(&self, lane: Arg) -> Result<Option<i64>, Error> {
+    /// The lane's rate and arrival time (µs), if it has a rate (an error
+    /// names a damaged rate or arrival time).
+    fn rate_state(&self, lane: Arg) -> Result<Option<(Rate, Option<i64>)>, Error> {
         let rates = self.rates()?;
         let Some(text) = rates.hash_get(lane) else {
             return Ok(None);
@@ -74,8 +74,42 @@ impl<'q> Queue<'q> {
             Error::bad_stored("rate of lane", lane.bytes(), rates.name().bytes(), RATE_TEXT)
         })?;
         let tat = stored_int(self.tats()?, lane, "arrival time of lane")?;
+        Ok(Some((rate, tat)))
+    }
+
+    /// The time (ms) the lane's rate next allows a start, if it allows none
+    /// now (an error names a damaged rate or arrival time).
+    pub fn throttled_until(&self, lane: Arg) -> Result<Option<i64>, Error> {
+        let Some((rate, tat)) = self.rate_state(lane)? else {
+            return Ok(None);
+        };
         let now_us = self.ctx.now_ms().saturating_mul(1000);
         Ok((rate.allowed(tat, now_us) == 0).then(|| rate.next_start_ms(tat.unwrap_or(now_us))))
+    }
+
+    /// Whether a paused lane's time `at` in `P gnext` is the wait its rate
+    /// set (the next start its arrival time allows), not a timed pause's
+    /// end: EchoMQ's `@gpause` leaves a throttled lane's wait in place.
+    /// EMQ.PAUSE FOR never ends a pause at that time (docs/commands.md,
+    /// "EMQ.PAUSE"). A damaged rate is read as a timed pause.
+    pub fn is_rate_wait(&self, lane: Arg, at: i64) -> Result<bool, Error> {
+        match self.rate_state(lane) {
+            Ok(Some((rate, Some(tat)))) => Ok(rate.next_start_ms(tat) == at),
+            Ok(_) => Ok(false),
+            Err(e @ Error::NoPermission { .. }) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The end of the lane's timed pause, if it is paused until a time.
+    pub fn pause_end(&self, lane: Arg) -> Result<Option<i64>, Error> {
+        if !self.is_paused(lane)? {
+            return Ok(None);
+        }
+        let Some(at) = self.next()?.zset_score(lane).map(|t| t as i64) else {
+            return Ok(None);
+        };
+        Ok((!self.is_rate_wait(lane, at)?).then_some(at))
     }
 
     /// The lane's numbers with `limit` for its ceiling (the stored one is

@@ -49,6 +49,10 @@ pub struct Claim<'q> {
     tats: Option<Key<'q>>,
     /// `P gnext`, when some lane waits in it.
     next: Option<Key<'q>>,
+    /// The earliest next start of a lane [`Claim::first_servable`] met in the
+    /// ring though its rate allows no start (rung by a rate-unaware script):
+    /// a claim that waits without writing has the timer wake it then.
+    held: Cell<Option<i64>>,
 }
 
 impl<'q> Claim<'q> {
@@ -68,6 +72,7 @@ impl<'q> Claim<'q> {
             rates: q.optional(Fixed::Rate, Kind::Hash)?,
             tats: None,
             next: q.optional(Fixed::Next, Kind::Zset)?,
+            held: Cell::new(None),
         };
         let claim = match claim.rates {
             Some(_) => Claim {
@@ -181,11 +186,22 @@ impl<'q> Claim<'q> {
             let Some(lane) = self.ring.list_get(i as i64) else {
                 break;
             };
-            if self.plan(&lane)?.serves() {
-                return Ok(Some(i));
+            match self.plan(&lane)? {
+                plan if plan.serves() => return Ok(Some(i)),
+                plan::Plan::Throttle { until } => {
+                    self.held
+                        .set(Some(self.held.get().map_or(until, |h| h.min(until))));
+                }
+                _ => {}
             }
         }
         Ok(None)
+    }
+
+    /// The earliest time a lane [`Claim::first_servable`] passed over for
+    /// its rate may start, if it met one.
+    pub fn held_until(&self) -> Option<i64> {
+        self.held.get()
     }
 
     /// Serves the lane at ring position `first`, dropping and skipping the

@@ -245,7 +245,7 @@ fn repair(c: &mut Connection, p: &str, dry: bool) -> RedisResult<()> {
     let mut summary = format!("{} lanes checked, {verb} {changed}", lanes.len());
     if damaged > 0 {
         summary.push_str(&format!(
-            ", {damaged} damaged beyond repair (set their ceiling with EMQ.LIMIT, or remove the stray key)"
+            ", {damaged} damaged beyond repair (set their ceiling with EMQ.LIMIT or their rate with EMQ.RATE, or remove the stray key)"
         ));
     }
     println!("{summary}");
@@ -279,6 +279,15 @@ fn repair_line(r: &[Value]) -> (Vec<String>, Option<String>) {
     let after = int("active_after").to_string();
     if before != after {
         what.push(format!("active {before} -> {after}"));
+    }
+    // A lane's wait in P gnext for its rate, set or forgotten.
+    let time = |name| match read::field(r, name) {
+        Some(Value::Int(n)) => n.to_string(),
+        _ => "none".into(),
+    };
+    let (before, after) = (time("next_before"), time("next_after"));
+    if before != after {
+        what.push(format!("waits {before} -> {after}"));
     }
     (what, damage)
 }
