@@ -370,6 +370,29 @@ fn resume_of_a_paused_lane_its_rate_holds_back_leaves_it_waiting_for_its_rate() 
     }
 }
 
+/// EchoMQ's `@gresume` on `lane` of queue `p`, as its host calls it.
+fn echomq_resume(c: &mut Conn, p: &str, lane: &str) {
+    let keys = ["paused", "ring", "glimit", "gactive", "wake"].map(|k| format!("{p}{k}"));
+    let script = support::twins::source("gresume");
+    let mut args = vec!["EVAL", script.as_str(), "5"];
+    args.extend(keys.iter().map(String::as_str));
+    args.extend([p, lane]);
+    c.ok(&args);
+}
+
+/// EchoMQ's `@gpause` on `lane` of queue `p`.
+fn echomq_pause(c: &mut Conn, p: &str, lane: &str) {
+    let script = support::twins::source("gpause");
+    c.ok(&[
+        "EVAL",
+        &script,
+        "2",
+        &format!("{p}paused"),
+        &format!("{p}ring"),
+        lane,
+    ]);
+}
+
 /// EchoMQ's own `@gresume` (rate-unaware) rings lane a, paused while its
 /// rate held it back; `P gnext` no longer holds its wait (a plain PAUSE
 /// cancels it). A worker blocked before, and one that blocks after, is
@@ -388,12 +411,7 @@ fn a_throttled_lane_rung_by_echomqs_resume_script_is_served_at_its_rate_to_waiti
         if waiter_first {
             wait_for("the worker waits", || emq_stat(&mut c, "blocked_clients") == 1);
         }
-        let keys = ["paused", "ring", "glimit", "gactive", "wake"].map(|k| format!("{P}{k}"));
-        let script = support::twins::source("gresume");
-        let mut args = vec!["EVAL", script.as_str(), "5"];
-        args.extend(keys.iter().map(String::as_str));
-        args.extend([P, "a"]);
-        c.ok(&args);
+        echomq_resume(&mut c, P, "a");
         assert_eq!(ring(&mut c, P), ["a"], "rung by the script");
         let waiter = waiter.unwrap_or_else(block);
         let jobs = served(&waiter.join().unwrap().unwrap());
@@ -417,9 +435,8 @@ fn a_lane_echomqs_pause_script_pauses_while_throttled_stays_paused() {
     let mut c = server.conn();
     let at = throttled_a(&mut c);
     assert_eq!(field(&c.ok(&["EMQ.QUEUE", P]), "throttled"), Value::Int(1));
+    echomq_pause(&mut c, P, "a");
     let keys = [format!("{P}paused"), format!("{P}ring")];
-    let script = support::twins::source("gpause");
-    c.ok(&["EVAL", &script, "2", &keys[0], &keys[1], "a"]);
     let lane = c.ok(&["EMQ.LANE", P, "a"]);
     assert_eq!(field(&lane, "paused"), Value::Int(1));
     assert_eq!(field(&lane, "paused_until"), Value::Nil, "not a timed pause");
@@ -737,8 +754,9 @@ fn a_paused_lane_whose_rate_is_damaged_is_refused_resume_and_skipped_when_its_pa
     }
 }
 
-/// Rates, throttled turns, timed pauses and the timer's re-rings, each as a
-/// replica and an AOF reload see them.
+/// Rates, throttled turns, timed pauses, the timer's re-rings and wakes, and
+/// EchoMQ's own pause and resume scripts beside them, each as a replica and
+/// an AOF reload see them.
 fn rated_work(server: &Server, c: &mut Conn) {
     // s: throttled, then paused for less than its wait; back at its rate.
     fill(c, P, "s", 2);
@@ -767,6 +785,33 @@ fn rated_work(server: &Server, c: &mut Conn) {
         c.ok(&["EMQ.WCLAIM", P, "60000"]);
         c.int(&["ZCARD", &format!("{P}g:s:pending")]) == 0
     });
+    // Queue g, with EchoMQ's own scripts: lane t throttled, its wait
+    // cancelled by a plain PAUSE, rung by `@gresume`; a worker waiting all
+    // along is served at its rate (the timer wakes it). Lane u throttled,
+    // paused by `@gpause`: its wait's time ends no pause.
+    let g = "rg{q}:";
+    fill(c, g, "t", 2);
+    fill(c, g, "u", 2);
+    for lane in ["t", "u"] {
+        c.ok(&["EMQ.RATE", g, lane, "1", "300", "BURST", "1"]);
+    }
+    for _ in 0..2 {
+        assert_eq!(served(&c.ok(&["EMQ.WCLAIM", g, "60000"])).len(), 1);
+    }
+    c.ok(&["EMQ.PAUSE", g, "t"]);
+    echomq_pause(c, g, "u");
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", g, "60000", "BLOCK", "5000"]);
+    wait_for("the worker waits", || emq_stat(c, "blocked_clients") == 1);
+    echomq_resume(c, g, "t");
+    assert_eq!(served(&waiter.join().unwrap().unwrap())[0].3, "t");
+    wait_for("u's wait ends", || {
+        assert!(
+            served(&c.ok(&["EMQ.WCLAIM", g, "60000"])).is_empty(),
+            "u stays paused"
+        );
+        zscore(c, &format!("{g}gnext"), "u").is_none()
+    });
+    assert_eq!(c.int(&["SISMEMBER", &format!("{g}paused"), "u"]), 1);
 }
 
 #[test]
