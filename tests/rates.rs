@@ -443,6 +443,7 @@ fn a_lane_echomqs_pause_script_pauses_while_throttled_stays_paused() {
     let queue = c.ok(&["EMQ.QUEUE", P]);
     assert_eq!(field(&queue, "timed_paused"), Value::Int(0));
     assert_eq!(field(&queue, "throttled"), Value::Int(0));
+    assert_eq!(field(&queue, "next_return"), Value::Nil, "nothing comes back");
     let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, &LEASE.to_string(), "BLOCK", "1200"]);
     wait_for("a's wait has come", || now_ms(&mut c) > at + 100);
     assert!(
@@ -456,6 +457,27 @@ fn a_lane_echomqs_pause_script_pauses_while_throttled_stays_paused() {
     assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), None, "its wait gone");
     c.ok(&["EMQ.RESUME", P, "a"]);
     assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()]))[0].3, "a");
+}
+
+/// A new rate for a lane `@gpause` paused while its old rate held it back:
+/// the old rate's wait is forgotten, not left to read as a timed pause
+/// under the new rate (which would resume the lane by itself).
+#[test]
+fn a_new_rate_forgets_a_paused_lanes_wait_for_its_old_rate() {
+    for new in [&["NONE"][..], &["2", "60000", "BURST", "2"][..]] {
+        let server = Server::start();
+        let mut c = server.conn();
+        throttled_a(&mut c);
+        echomq_pause(&mut c, P, "a");
+        let mut args = vec!["EMQ.RATE", P, "a"];
+        args.extend_from_slice(new);
+        c.ok(&args);
+        assert_eq!(zscore(&mut c, &format!("{P}gnext"), "a"), None, "{new:?}");
+        let lane = c.ok(&["EMQ.LANE", P, "a"]);
+        assert_eq!(field(&lane, "paused"), Value::Int(1), "{new:?}");
+        assert_eq!(field(&lane, "paused_until"), Value::Nil, "{new:?}");
+        assert!(ring(&mut c, P).is_empty(), "{new:?}");
+    }
 }
 
 /// Without a script: a throttled lane whose wait's time has passed (no
@@ -812,6 +834,19 @@ fn rated_work(server: &Server, c: &mut Conn) {
         zscore(c, &format!("{g}gnext"), "u").is_none()
     });
     assert_eq!(c.int(&["SISMEMBER", &format!("{g}paused"), "u"]), 1);
+    // Queue z, left as it is for the digest: lane v throttled and enqueued
+    // to (not rung, its wait's time then passes with no claim), lane w
+    // paused for long. A command replicated as itself must do at a later
+    // AOF load what it did here: no clock decides for it.
+    let z = "rz{q}:";
+    fill(c, z, "v", 1);
+    fill(c, z, "w", 1);
+    c.ok(&["EMQ.RATE", z, "v", "1", "300", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.WCLAIM", z, "60000"]))[0].3, "v");
+    c.ok(&["EMQ.ENQUEUE", z, "v", "JOB-v-late", "x"]);
+    c.ok(&["EMQ.PAUSE", z, "w", "FOR", "600000"]);
+    assert!(!ring(c, z).contains(&"v".to_string()));
+    thread::sleep(Duration::from_millis(400));
 }
 
 #[test]

@@ -17,13 +17,20 @@ use super::timer;
 /// EMQ.RATE: sets (`Some`) or removes the lane's rate. A damaged rate or
 /// arrival time is what an operator sets a new rate to fix: the rate is
 /// replaced, a damaged arrival time forgotten (no debt). Unless the lane is
-/// paused, its place in `P gnext` and in the ring then follows its new rate.
+/// paused, its place in `P gnext` and in the ring then follows its new rate;
+/// a paused lane's wait for its old rate is forgotten (RESUME reads the new).
 pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
     q.joinable()?;
     let (rates, tats, next) = (q.rates()?, q.tats()?, q.next()?);
     let read = q.lane_read(lane);
     let paused = read.paused.clone()?;
     let state = read.lane_or_damage()?;
+    // A paused lane's wait for its old rate (left by EchoMQ's `@gpause`)
+    // would read as a timed pause under the new one: it goes.
+    let old_wait = match next.zset_score(lane) {
+        Some(at) if paused => q.is_rate_wait(lane, at as i64)?,
+        _ => false,
+    };
     let tat = match tats.hash_get(lane) {
         None => None,
         Some(text) => match parse_tat(text.bytes()) {
@@ -47,6 +54,9 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
                 q.hdel(tats, &[lane]);
             }
         }
+    }
+    if old_wait {
+        forget(q, next, lane);
     }
     if !paused {
         let now_us = q.ctx.now_ms().saturating_mul(1000);

@@ -5,7 +5,7 @@
 //! - the ring holds it exactly once when serviceable, else not at all;
 //! - unless paused (`P gnext` then holds a timed pause's end, left as it
 //!   is), it waits in `P gnext` at its next start exactly when its rate
-//!   allows no start now, and not at a time to come otherwise.
+//!   allows no start now, and not at all otherwise.
 //!
 //! A lane whose ceiling, rate or pending key is damaged keeps its ring membership
 //! and its place in `P gnext`
@@ -149,8 +149,9 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
                 plan.next_after = match (paused, until) {
                     (true, _) => plan.next_before,
                     (false, Some(at)) if throttled => Some(at),
-                    // A time passed is no wait: the next claim forgets it.
-                    (false, _) => plan.next_before.filter(|&t| t <= now),
+                    // No wait, or one whose time has come: out, rung if
+                    // serviceable (as the next claim would).
+                    (false, _) => None,
                 };
             }
             (Err(e), _, _) | (_, Err(e), _) => plan.damaged = e.message(),

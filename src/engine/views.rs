@@ -46,14 +46,21 @@ fn waiting(q: &Queue, now: i64) -> Result<(i64, i64, Option<f64>), Error> {
     let mut lanes = Vec::with_capacity(next.len());
     next.zset_for_each(|lane, at| lanes.push((lane, at)));
     let (mut throttled, mut paused) = (0, 0);
+    let mut first: Option<f64> = None;
     for (lane, at) in &lanes {
         let lane = lane.as_arg();
-        match q.is_paused(lane)? {
-            true => paused += i64::from(!q.is_rate_wait(lane, *at as i64)?),
+        let is_paused = q.is_paused(lane)?;
+        // A paused lane's rate wait ends no pause: nothing comes back then.
+        let returns = !is_paused || !q.is_rate_wait(lane, *at as i64)?;
+        match is_paused {
+            true => paused += i64::from(returns),
             false => throttled += i64::from(*at > now as f64),
         }
+        if returns {
+            first = Some(first.map_or(*at, |f| f.min(*at)));
+        }
     }
-    Ok((throttled, paused, next.zset_first_score()))
+    Ok((throttled, paused, first))
 }
 
 /// EMQ.QUEUE: the ring's lanes, paused lanes, whether the whole queue is

@@ -121,14 +121,15 @@ impl<'q> Queue<'q> {
         self.fixed(Fixed::Next, Kind::Zset)
     }
 
-    /// Whether the lane waits in `P gnext` for a time still to come.
+    /// Whether the lane waits in `P gnext`, its time come or not: only the
+    /// claims and the timer take it out and ring it. Read without the clock,
+    /// so that a command replicated as itself (`emq.replicate command`)
+    /// does on a replica and at an AOF load what it did here.
     pub fn waits_in_next(&self, lane: Arg) -> Result<bool, Error> {
         let Some(next) = self.optional(Fixed::Next, Kind::Zset)? else {
             return Ok(false);
         };
-        Ok(next
-            .zset_score(lane)
-            .is_some_and(|at| at > self.ctx.now_ms() as f64))
+        Ok(next.zset_score(lane).is_some())
     }
 
     pub fn schedule(&self) -> Result<Key<'q>, Error> {
