@@ -7,9 +7,9 @@
 //!   is), it waits in `P gnext` at its next start exactly when its rate
 //!   allows no start now, and not at all otherwise.
 //!
-//! A lane whose ceiling, rate or pending key is damaged keeps its ring membership
-//! and its place in `P gnext`
-//! (claims skip it) and the reply names the damage; its active count is
+//! A lane whose ceiling, rate or pending key is damaged keeps its ring
+//! membership and its place in `P gnext` (claims skip it) and the reply
+//! names the damage; its active count is
 //! still repaired, and so are the other lanes of the call. Many lanes share
 //! one pass over the ring and the leases, so that `emq repair` over a large
 //! queue costs O(R + L) per batch, not per lane.
@@ -33,7 +33,8 @@ struct Plan<'a> {
     /// Its ring positions, from the head.
     positions: Vec<usize>,
     serviceable: bool,
-    /// Its time in `P gnext`, and the one it should have.
+    /// Its time in `P gnext`, and the one it should have (the same when
+    /// damaged).
     next_before: Option<i64>,
     next_after: Option<i64>,
     /// The lane's own state that REPAIR cannot re-derive (its ceiling not an
@@ -61,7 +62,7 @@ impl Plan<'_> {
     }
 
     fn next_changes(&self) -> bool {
-        self.damaged.is_none() && self.next_before != self.next_after
+        self.next_before != self.next_after
     }
 
     fn changed(&self) -> bool {
@@ -81,13 +82,7 @@ impl Plan<'_> {
             ),
             ("active_after", Reply::Int(self.active_after)),
             ("next_before", time(self.next_before)),
-            (
-                "next_after",
-                time(match self.damaged {
-                    Some(_) => self.next_before,
-                    None => self.next_after,
-                }),
-            ),
+            ("next_after", time(self.next_after)),
             ("dry_run", Reply::Int(i64::from(dry))),
             (
                 "damaged",
@@ -130,6 +125,7 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
         plan.active_before = active.hash_get(plan.lane);
         let paused = q.is_paused(plan.lane)?;
         plan.next_before = next.zset_score(plan.lane).map(|t| t as i64);
+        plan.next_after = plan.next_before;
         // One lane's damage must not stop the others' repair.
         let limit = stored_int(limits, plan.lane, "limit of lane");
         let until = match q.throttled_until(plan.lane) {
@@ -146,13 +142,12 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
                 let throttled = until.is_some_and(|at| at > now);
                 plan.serviceable =
                     depth > 0 && !paused && !throttled && limit.is_none_or(|l| plan.active_after < l);
-                plan.next_after = match (paused, until) {
-                    (true, _) => plan.next_before,
-                    (false, Some(at)) if throttled => Some(at),
+                // A paused lane's place (a timed pause) is left as it is.
+                if !paused {
                     // No wait, or one whose time has come: out, rung if
                     // serviceable (as the next claim would).
-                    (false, _) => None,
-                };
+                    plan.next_after = until.filter(|_| throttled);
+                }
             }
             (Err(e), _, _) | (_, Err(e), _) => plan.damaged = e.message(),
             (_, _, Err(_)) => {
