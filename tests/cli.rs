@@ -226,6 +226,59 @@ fn repair_restores_a_throttled_lanes_lost_wait() {
     assert!(ring(&mut c, p).is_empty(), "not rung while throttled");
 }
 
+/// A paused lane's time in `P gnext` is either its pause's end or, after
+/// EchoMQ's own `@gpause` met it throttled, its rate's wait: `emq lanes`
+/// shows the first as "for", the second as the rate's wait of a lane paused
+/// with no end (as EMQ.LANE's `paused_until` says).
+#[test]
+fn lanes_tells_a_rates_wait_from_a_pauses_end() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let p = "q{w}:";
+    for lane in ["held", "timed"] {
+        c.ok(&[
+            "EMQ.ENQUEUE",
+            p,
+            lane,
+            &format!("JOB-{lane}-1"),
+            "x",
+            &format!("JOB-{lane}-2"),
+            "y",
+        ]);
+        c.ok(&["EMQ.RATE", p, lane, "1", "600000", "BURST", "1"]);
+    }
+    for _ in 0..2 {
+        assert_eq!(served(&c.ok(&["EMQ.CLAIM", p, "60000"])).len(), 1);
+    }
+    let script = support::twins::source("gpause");
+    c.ok(&[
+        "EVAL",
+        &script,
+        "2",
+        &format!("{p}paused"),
+        &format!("{p}ring"),
+        "held",
+    ]);
+    c.ok(&["EMQ.PAUSE", p, "timed", "FOR", "3600000"]);
+    let lane = c.ok(&["EMQ.LANE", p, "held"]);
+    assert_eq!(lane.field("paused_until"), Some(&support::Value::Nil), "{lane:?}");
+    let out = stdout_ok(&emq(&server, &["lanes", p]));
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name}:\n{out}"))
+            .to_string()
+    };
+    let held = row("held");
+    assert!(
+        held.contains(" wait 9m5") && held.contains(" yes ") && !held.contains("for "),
+        "{out}"
+    );
+    let timed = row("timed");
+    assert!(timed.contains("for 1h0") || timed.contains("for 59m"), "{out}");
+    assert!(!timed.contains(" wait "), "{out}");
+}
+
 #[test]
 fn dead_lists_and_revive_brings_back() {
     let server = Server::start();

@@ -106,11 +106,42 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
                 },
                 rate: text(&r[5]),
                 back_at: text(&r[6]),
+                rate_wait: false,
                 ringed: ring.get(lane).copied().unwrap_or(0),
             });
         }
     }
+    mark_rate_waits(c, p, lanes, &mut out)?;
     Ok(out)
+}
+
+/// Which lanes' time in `P gnext` is their rate's wait rather than the end
+/// of a pause. Unpaused: always. Paused, rated and waiting (few lanes):
+/// EMQ.LANE judges by the rate, and says paused until no time when the
+/// wait is the rate's; a lane it refuses (damage) keeps the stored time.
+fn mark_rate_waits(c: &mut Connection, p: &str, lanes: &[Vec<u8>], rows: &mut [LaneRow]) -> RedisResult<()> {
+    let mut asked = Vec::new();
+    for (i, r) in rows.iter_mut().enumerate() {
+        match r.paused {
+            Ok(false) => r.rate_wait = r.back_at.is_some(),
+            Ok(true) if r.rate.is_some() && r.back_at.is_some() => asked.push(i),
+            _ => {}
+        }
+    }
+    for page in asked.chunks(PAGE) {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for &i in page {
+            pipe.cmd("EMQ.LANE").arg(p).arg(&lanes[i]);
+        }
+        let replies: Vec<Value> = pipe.query(c)?;
+        for (&i, reply) in page.iter().zip(&replies) {
+            if let Value::Array(flat) = reply {
+                rows[i].rate_wait = matches!(field(flat, "paused_until"), Some(Value::Nil));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `EMQ.QUEUE`'s figures (a flat field/value array over RESP2).

@@ -18,6 +18,10 @@ pub struct LaneRow {
     /// When it may be served again (`P gnext`, ms, as stored): throttled
     /// until then, or paused until then.
     pub back_at: Option<String>,
+    /// `back_at` is its rate's wait, not the end of a pause: always for an
+    /// unpaused lane; for a paused one when EMQ.LANE says it is paused
+    /// until no time (EchoMQ's `@gpause` keeps a throttled lane's wait).
+    pub rate_wait: bool,
     /// How many times the ring holds the lane (1 when healthy and
     /// serviceable; 2 or more only after outside damage).
     pub ringed: usize,
@@ -172,7 +176,7 @@ pub fn lanes_table(rows: &[LaneRow], now: i64, width: usize) -> Vec<String> {
         })
     };
     let numbers = |r: &LaneRow| {
-        let paused = matches!(r.paused, Ok(true));
+        let paused = matches!(r.paused, Ok(true)) && !r.rate_wait;
         [
             match &r.depth {
                 Ok(d) => thousands(*d as i64),
@@ -189,7 +193,7 @@ pub fn lanes_table(rows: &[LaneRow], now: i64, width: usize) -> Vec<String> {
                 (Some(rate), None) => rate_cell(rate),
                 (Some(rate), Some(wait)) => format!("{} wait {wait}", rate_cell(rate)),
             },
-            match (&r.paused, left(r)) {
+            match (&r.paused, left(r).filter(|_| !r.rate_wait)) {
                 (Ok(true), Some(until)) => format!("for {until}"),
                 (Ok(true), None) => "yes".into(),
                 (Ok(false), _) => "no".into(),
@@ -317,6 +321,7 @@ mod tests {
             paused: Ok(false),
             rate: None,
             back_at: None,
+            rate_wait: false,
             ringed: 1,
         }
     }
@@ -395,6 +400,20 @@ mod tests {
             t[2]
         );
         assert!(t[3].contains("fast (damaged)"), "{}", t[3]);
+
+        // Paused by EchoMQ's @gpause while throttled: paused with no end,
+        // its rate still waiting.
+        let mut held = row("h", 5);
+        held.paused = Ok(true);
+        held.rate = Some("20 1000 5".into());
+        held.back_at = Some("10250".into());
+        held.rate_wait = true;
+        let t = lanes_table(&[held], 10_000, 100);
+        assert!(
+            t[1].contains("b5 wait 250ms") && t[1].contains(" yes ") && !t[1].contains("for "),
+            "{}",
+            t[1]
+        );
         let totals = Totals {
             throttled: 1,
             timed_paused: 1,
