@@ -591,6 +591,22 @@ fn repair_judges_a_rated_lane_by_its_rate() {
         let r = repair(&mut c, lane, false);
         assert_eq!(field(&r, "changed"), Value::Int(0), "{lane}: {}", r.render());
     }
+
+    // `P grate` or `P gtat` of another type is the queue's damage, not a
+    // lane's: refused, as a claim refuses it, with nothing changed.
+    c.ok(&["RPUSH", &format!("{P}ring"), "a"]);
+    for key in ["grate", "gtat"] {
+        let name = format!("{P}{key}");
+        c.ok(&["RENAME", &name, "saved"]);
+        c.ok(&["SET", &name, "x"]);
+        let before = digest(&mut c);
+        for lane in ["a", "b"] {
+            let err = c.cmd(&["EMQ.REPAIR", P, lane]).unwrap_err();
+            assert!(err.starts_with("WRONGTYPE"), "{key} {lane}: {err}");
+        }
+        assert_eq!(digest(&mut c), before, "{key}: nothing changed");
+        c.ok(&["RENAME", "saved", &name]);
+    }
 }
 
 /// A throttled lane whose wait was lost (its `P gnext` entry deleted) is

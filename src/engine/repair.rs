@@ -119,6 +119,10 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
     }
     let active = q.active()?;
     let limits = q.limits()?;
+    // Of another type, they are the queue's damage (a claim refuses too),
+    // not every lane's.
+    q.rates()?;
+    q.tats()?;
     let next = q.next()?;
     let now = q.ctx.now_ms();
     for plan in &mut plans {
