@@ -118,19 +118,28 @@ impl Key<'_> {
         }
     }
 
-    pub fn hash_del(&self, field: Arg) {
-        self.wrote();
+    /// Whether it was there: the server counts the fields it deleted, so
+    /// the field is looked for once.
+    pub fn hash_del(&self, field: Arg) -> bool {
+        // The server would make a missing key (an empty hash) to delete from.
+        if !self.is_open() || self.kind() != Kind::Hash {
+            return false;
+        }
         // REDISMODULE_HASH_DELETE, which bindgen does not emit: the address 1.
         let delete: *mut raw::RedisModuleString = ptr::without_provenance_mut(1);
-        // SAFETY: an open hash key opened for writing; the value 1 is REDISMODULE_HASH_DELETE; NULL-ended.
-        unsafe {
-            api!(RedisModule_HashSet)(
-                self.ptr(),
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.ptr,
-                delete,
-                ptr::null_mut::<c_char>(),
-            );
-        }
+        self.wrote_if(|| {
+            // SAFETY: an open hash key opened for writing (checked by
+            // `wrote_if`); the value 1 is REDISMODULE_HASH_DELETE; NULL-ended.
+            let deleted = unsafe {
+                api!(RedisModule_HashSet)(
+                    self.ptr(),
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    field.ptr,
+                    delete,
+                    ptr::null_mut::<c_char>(),
+                )
+            };
+            deleted > 0
+        })
     }
 }

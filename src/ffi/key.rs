@@ -253,6 +253,17 @@ impl<'c> Key<'c> {
         self.slot.written.set(true);
     }
 
+    /// As [`Key::wrote`] for a write that may change nothing: `write` runs
+    /// on a key checked writable, and the key is reported modified on close
+    /// only when it says it changed it.
+    pub(super) fn wrote_if(&self, write: impl FnOnce() -> bool) -> bool {
+        let before = self.slot.written.get();
+        self.wrote();
+        let changed = write();
+        self.slot.written.set(before || changed);
+        changed
+    }
+
     /// Reports the key modified on close without changing it (a rotation
     /// of a one-element list).
     pub fn touch(&self) {

@@ -81,8 +81,7 @@ impl<'q> Queue<'q> {
     pub fn hdel(&self, key: Key, fields: &[Arg]) {
         let mut effect: Effect = smallvec::smallvec![key.name()];
         for &f in fields {
-            if key.hash_has(f) {
-                key.hash_del(f);
+            if key.hash_del(f) {
                 effect.push(f);
             }
         }
@@ -98,9 +97,11 @@ impl<'q> Queue<'q> {
         if value > 0 {
             let v = self.ctx.string_from_i64(value);
             self.hset(key, &[(field, v.as_arg())], c"hincrby");
-        } else if key.hash_has(field) {
+        } else if key.hash_del(field) {
+            // As the script's HINCRBY then HDEL: both events, one effect.
             self.ctx.notify(Class::Hash, c"hincrby", key.name());
-            self.hdel(key, &[field]);
+            key.notify(Class::Hash, c"hdel");
+            self.call.repl.effect(c"HDEL", &[key.name(), field]);
         }
     }
 
