@@ -480,6 +480,84 @@ fn a_new_rate_forgets_a_paused_lanes_wait_for_its_old_rate() {
     }
 }
 
+/// A new rate carries the starts the lane owes under the old one, not the
+/// time: a lane that spent a fast rate's burst of 200 owes 200 starts, so a
+/// slow rate with the same burst lets none through at once (keeping the
+/// arrival time as a time let 199 more through within a few ms: more than
+/// either rate allows in any window).
+#[test]
+fn a_new_rate_carries_the_starts_owed_not_a_burst_neither_rate_allows() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "a", 600);
+    c.ok(&["EMQ.RATE", P, "a", "200", "1000", "BURST", "200"]);
+    let started = Instant::now();
+    let mut first = 0;
+    while first < 200 {
+        let got = served(&c.ok(&["EMQ.BCLAIM", P, &LEASE.to_string()])).len();
+        assert!(got > 0, "the burst of 200 at once, {first} so far");
+        first += got;
+    }
+    c.ok(&["EMQ.RATE", P, "a", "1", "1000", "BURST", "200"]);
+    let more = served(&c.ok(&["EMQ.BCLAIM", P, &LEASE.to_string()])).len();
+    // Every start so far fell in a window of `t` ms: the faster rate's
+    // bound over it (the slower one's is less) holds.
+    let t = started.elapsed().as_millis() as usize + 1;
+    assert!(
+        first + more <= 200 + t * 200 / 1000 + 1,
+        "{first} then {more} in {t} ms"
+    );
+    // Owed starts are paid at 1 a second: the next within one.
+    let lane = c.ok(&["EMQ.LANE", P, "a"]);
+    if let Value::Int(until) = field(&lane, "throttled_until") {
+        assert!(until <= now_ms(&mut c) + 1001, "{}", lane.render());
+    }
+    // Back to a fast rate: what is owed, paid at its pace (5 ms a start).
+    c.ok(&["EMQ.RATE", P, "a", "200", "1000", "BURST", "200"]);
+    let lane = c.ok(&["EMQ.LANE", P, "a"]);
+    let until = field(&lane, "throttled_until");
+    assert!(
+        until == Value::Nil || until.int() <= now_ms(&mut c) + 6,
+        "{}",
+        lane.render()
+    );
+}
+
+/// A rate set while the lane is paused for a while never makes the pause's
+/// end read as the new rate's wait (which would leave the lane paused for
+/// good): the end moves a ms on. Built over a damaged old rate, whose
+/// arrival time is kept as it is, so that the collision can be aimed.
+#[test]
+fn a_new_rate_never_turns_a_timed_pause_into_a_lasting_one() {
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, P, "a", 2);
+    c.ok(&["EMQ.RATE", P, "a", "1", "3600000", "BURST", "1"]);
+    assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()])).len(), 1);
+    c.ok(&["EMQ.PAUSE", P, "a", "FOR", "300"]);
+    let next = format!("{P}gnext");
+    let end = zscore(&mut c, &next, "a").unwrap();
+    let tat: i64 = c.ok(&["HGET", &format!("{P}gtat"), "a"]).text().parse().unwrap();
+    c.ok(&["HSET", &format!("{P}grate"), "a", "fast"]);
+    // Burst 2: the next start is one interval before the arrival time.
+    let period = (tat / 1000 - end).to_string();
+    c.ok(&["EMQ.RATE", P, "a", "1", &period, "BURST", "2"]);
+    assert_eq!(zscore(&mut c, &next, "a"), Some(end + 1));
+    let lane = c.ok(&["EMQ.LANE", P, "a"]);
+    assert_eq!(
+        field(&lane, "paused_until"),
+        Value::Int(end + 1),
+        "{}",
+        lane.render()
+    );
+    wait_for("the pause's end", || now_ms(&mut c) > end + 1);
+    assert_eq!(
+        served(&c.ok(&["EMQ.CLAIM", P, &LEASE.to_string()])).len(),
+        1,
+        "resumed"
+    );
+}
+
 /// Without a script: a throttled lane whose wait's time has passed (no
 /// claim has met it yet) is counted throttled by neither EMQ.LANE nor
 /// EMQ.QUEUE; and a PAUSE FOR that would end exactly at the rate's wait

@@ -82,5 +82,9 @@ pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let deadline = call.ctx.now_ms().saturating_add(lease);
     let extended = jobs::extend(&q, job, token, deadline)?;
     call.count(&stats::JOBS_EXTENDED, u64::from(extended == 1));
+    if extended == 1 {
+        // A lease made shorter: waiting clients' timer returns it at its end.
+        timer::due(call.ctx, q.prefix_bytes, deadline);
+    }
     Ok(Reply::Int(extended))
 }

@@ -31,7 +31,14 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
         Some(at) if paused => q.is_rate_wait(lane, at as i64)?,
         _ => false,
     };
-    let tat = match tats.hash_get(lane) {
+    // A timed pause's end (not a wait for the old rate).
+    let pause_end = next
+        .zset_score(lane)
+        .map(|at| at as i64)
+        .filter(|_| paused && !old_wait);
+    let old = rates.hash_get(lane).and_then(|text| Rate::parse(text.bytes()));
+    let now_us = q.ctx.now_ms().saturating_mul(1000);
+    let mut tat = match tats.hash_get(lane) {
         None => None,
         Some(text) => match parse_tat(text.bytes()) {
             Some(tat) => Some(tat),
@@ -45,6 +52,22 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
         Some(rate) => {
             let text = q.ctx.string(rate.format().as_bytes());
             q.hset(rates, &[(lane, text.as_arg())], c"hset");
+            // The starts owed under the old rate are owed under the new.
+            if let (Some(old), Some(before)) = (old, tat) {
+                let carried = old.carry(&rate, before, now_us);
+                if carried != before {
+                    let text = q.ctx.string_from_i64(carried);
+                    q.hset(tats, &[(lane, text.as_arg())], c"hset");
+                    tat = Some(carried);
+                }
+            }
+            // A timed pause never ends at the new rate's next start, which
+            // would read as its wait (Queue::is_rate_wait): one ms later.
+            if let (Some(end), Some(tat)) = (pause_end, tat) {
+                if rate.next_start_ms(tat) == end {
+                    wait_until(q, next, lane, end + 1);
+                }
+            }
         }
         None => {
             if rates.hash_has(lane) {
@@ -59,7 +82,6 @@ pub fn set_rate(q: &Queue, lane: Arg, rate: Option<Rate>) -> Result<(), Error> {
         forget(q, next, lane);
     }
     if !paused {
-        let now_us = q.ctx.now_ms().saturating_mul(1000);
         let until = rate
             .filter(|r| r.allowed(tat, now_us) == 0)
             .map(|r| r.next_start_ms(tat.unwrap_or(now_us)));

@@ -92,7 +92,8 @@ fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
 }
 
 /// A blocked claim's ring was signalled: claim once if a lane can be served
-/// (`Some`), else keep waiting without writing anything (`None`).
+/// (`Some`), else keep waiting without writing anything (`None`). One that
+/// wrote and then served nothing replies an empty claim.
 pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     let call = Call::new(ctx, false);
     let q = Queue::new(&call, req.prefix);
@@ -107,12 +108,22 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
         }
         return Ok(None);
     };
-    // It will serve (returning expired leases and ringing due lanes only
-    // make lanes more servable): now it may write.
-    if claim.return_first()? {
-        return claim.serve_from(claim.first_servable()?, deadline);
-    }
-    claim.serve_from(Some(first), deadline)
+    // It would serve: now it may write. Returning expired leases and
+    // ringing due lanes most often make lanes more servable, but a job
+    // returned with a damaged row heads its lane, which is then skipped.
+    let served = if claim.return_first()? {
+        claim.serve_from(claim.first_servable()?, deadline)?
+    } else {
+        claim.serve_from(Some(first), deadline)?
+    };
+    // A wake-up that wrote may not keep waiting (Redis 7.0 aborts): it ends
+    // the wait served nothing, as a polling claim would.
+    Ok(served.or_else(|| {
+        call.repl.wrote().then(|| {
+            call.count(&stats::CLAIMS_EMPTY, 1);
+            Reply::empty()
+        })
+    }))
 }
 
 /// However a wait ends (served, timed out, gone): one waiter fewer.

@@ -72,6 +72,21 @@ impl Rate {
         tat.saturating_add(k.saturating_mul(self.interval_us()))
     }
 
+    /// The TAT under the rate `to` for the debt a lane owes under this one
+    /// at `now_us`: the same number of starts owed (rounded up), paid at
+    /// `to`'s pace. Keeping the TAT as a time instead would let a lane that
+    /// spent its burst under a fast rate spend most of a slow rate's burst
+    /// at once. No debt (a TAT not after now) stays as it is.
+    pub fn carry(&self, to: &Rate, tat_us: i64, now_us: i64) -> i64 {
+        if tat_us <= now_us {
+            return tat_us;
+        }
+        let owed = i128::from(tat_us - now_us) * i128::from(to.interval_us());
+        let from = i128::from(self.interval_us());
+        let debt = (owed + from - 1) / from;
+        now_us.saturating_add(i64::try_from(debt).unwrap_or(i64::MAX))
+    }
+
     /// The first ms at which the rate allows a start again, given a TAT.
     pub fn next_start_ms(&self, tat_us: i64) -> i64 {
         let start_us = tat_us.saturating_sub((self.burst - 1).saturating_mul(self.interval_us()));
@@ -133,6 +148,37 @@ mod tests {
         assert_eq!(r.allowed(Some(tat), now + 50_000), 1);
         // Idle long enough, the whole burst again, no more.
         assert_eq!(r.allowed(Some(tat), now + 10_000_000), 5);
+    }
+
+    #[test]
+    fn a_new_rate_carries_the_starts_owed_not_the_time() {
+        let now = 1_000_000_000;
+        let fast = Rate::new(1000, 1000, 1000).unwrap();
+        let slow = Rate::new(1, 1000, 1000).unwrap();
+        // The fast burst spent: 1000 starts owed, a second of them.
+        let tat = fast.after(None, now, 1000);
+        assert_eq!(fast.allowed(Some(tat), now), 0);
+        // Under the slow rate the same 1000 starts are owed: none now, the
+        // next a second on, not 999 at once.
+        let carried = fast.carry(&slow, tat, now);
+        assert_eq!(slow.allowed(Some(carried), now), 0);
+        assert_eq!(slow.next_start_ms(carried), now / 1000 + 1000);
+        // Back to the fast rate: the debt it had.
+        assert_eq!(slow.carry(&fast, carried, now), tat);
+        // One start owed at 1 per 3 s is one owed at 100 per s, not 3 s.
+        let strict = Rate::new(1, 3000, 1).unwrap();
+        let loose = Rate::new(100, 1000, 100).unwrap();
+        let tat = strict.after(None, now, 1);
+        assert_eq!(loose.allowed(Some(strict.carry(&loose, tat, now)), now), 99);
+        // Owed a part of a start: rounded up, never more starts.
+        assert_eq!(Rate::new(3, 1000, 1).unwrap().carry(&fast, now + 1, now), now + 1);
+        // No debt: the TAT as it is.
+        assert_eq!(fast.carry(&slow, now - 5, now), now - 5);
+        // The largest figures stay in range.
+        let max = Rate::new(1, PERIOD_MAX_MS, N_MAX).unwrap();
+        let min = Rate::new(N_MAX, 1, 1).unwrap();
+        let owed = max.after(None, now, N_MAX);
+        assert!(min.carry(&max, owed, now) >= owed);
     }
 
     #[test]

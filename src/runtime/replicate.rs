@@ -38,6 +38,11 @@ impl<'c> Replicator<'c> {
         }
     }
 
+    /// Whether the command has written so far.
+    pub fn wrote(&self) -> bool {
+        self.wrote.get()
+    }
+
     /// Runs `f` with its effects not sent: what it writes replicates in
     /// another form (one `EMQ.TURN`, or a replayed turn in the replica's own
     /// AOF).
