@@ -192,6 +192,12 @@ fn repair_mends_a_deleted_ring_and_a_dry_run_changes_nothing() {
     let out = stdout_ok(&emq(&server, &["repair", p]));
     assert!(out.ends_with("5 lanes checked, repaired 0\n"), "{out}");
 
+    // A count of "0" stored (the field should be gone): named as it goes.
+    c.ok(&["HSET", &format!("{p}gactive"), "held", "0"]);
+    let out = stdout_ok(&emq(&server, &["repair", p]));
+    assert!(out.contains("held: active 0 -> none\n"), "{out}");
+    assert!(out.ends_with("5 lanes checked, repaired 1\n"), "{out}");
+
     // A ceiling that is no number: named, the rest still repaired.
     c.ok(&["HSET", &format!("{p}glimit"), "capped", "lots"]);
     c.ok(&["DEL", &format!("{p}ring")]);

@@ -275,8 +275,12 @@ fn repair_line(r: &[Value]) -> (Vec<String>, Option<String>) {
             int("ringed_after")
         ));
     }
-    let before = text("active_before").unwrap_or_else(|| "0".into());
-    let after = int("active_after").to_string();
+    // A count of 0 is no field: a stored "0" that goes shows as such.
+    let before = text("active_before").unwrap_or_else(|| "none".into());
+    let after = match int("active_after") {
+        0 => "none".to_string(),
+        n => n.to_string(),
+    };
     if before != after {
         what.push(format!("active {before} -> {after}"));
     }
