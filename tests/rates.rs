@@ -521,6 +521,18 @@ fn a_new_rate_carries_the_starts_owed_not_a_burst_neither_rate_allows() {
         "{}",
         lane.render()
     );
+    // Spent again, then 1 a minute with a burst of 1: it owes its burst,
+    // no more; the next start a minute on, not 200 minutes.
+    let mut spent = 0;
+    while field(&c.ok(&["EMQ.LANE", P, "a"]), "throttled") == Value::Int(0) {
+        spent += served(&c.ok(&["EMQ.BCLAIM", P, &LEASE.to_string()])).len();
+        assert!(spent <= 400, "the burst is spent");
+    }
+    c.ok(&["EMQ.RATE", P, "a", "1", "60000", "BURST", "1"]);
+    let lane = c.ok(&["EMQ.LANE", P, "a"]);
+    let until = field(&lane, "throttled_until").int();
+    let now = now_ms(&mut c);
+    assert!(until > now + 59_000 && until <= now + 60_001, "{}", lane.render());
 }
 
 /// A rate set while the lane is paused for a while never makes the pause's
@@ -685,6 +697,12 @@ fn repair_judges_a_rated_lane_by_its_rate() {
         assert_eq!(digest(&mut c), before, "{key}: nothing changed");
         c.ok(&["RENAME", "saved", &name]);
     }
+    // With no rates at all, a stray `P gtat` is no concern of REPAIR's (nor
+    // of a claim's).
+    c.ok(&["DEL", &format!("{P}grate"), &format!("{P}gtat")]);
+    c.ok(&["SET", &format!("{P}gtat"), "x"]);
+    let r = repair(&mut c, "a", false);
+    assert_eq!(field(&r, "damaged"), Value::Nil, "{}", r.render());
 }
 
 /// A throttled lane whose wait was lost (its `P gnext` entry deleted) is

@@ -16,9 +16,9 @@
 
 use std::collections::HashMap;
 
-use crate::ffi::{word, Arg, RStr, Reply, Word};
+use crate::ffi::{word, Arg, Kind, RStr, Reply, Word};
 use crate::model::error::{quote, Error};
-use crate::model::layout;
+use crate::model::layout::{self, Fixed};
 use crate::model::row::State;
 use crate::model::schedule::RingChange;
 use crate::queue::{stored_int, Queue};
@@ -119,10 +119,11 @@ pub fn repair(q: &Queue, lanes: &[Arg], dry: bool) -> Result<Vec<Reply>, Error> 
     }
     let active = q.active()?;
     let limits = q.limits()?;
-    // Of another type, they are the queue's damage (a claim refuses too),
-    // not every lane's.
-    q.rates()?;
-    q.tats()?;
+    // Of another type, they are the queue's damage, not every lane's: as a
+    // claim, refused (`P gtat` looked at only when the queue has rates).
+    if q.optional(Fixed::Rate, Kind::Hash)?.is_some() {
+        q.tats()?;
+    }
     let next = q.next()?;
     let now = q.ctx.now_ms();
     for plan in &mut plans {

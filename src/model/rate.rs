@@ -73,17 +73,19 @@ impl Rate {
     }
 
     /// The TAT under the rate `to` for the debt a lane owes under this one
-    /// at `now_us`: the same number of starts owed (rounded up), paid at
-    /// `to`'s pace. Keeping the TAT as a time instead would let a lane that
-    /// spent its burst under a fast rate spend most of a slow rate's burst
-    /// at once. No debt (a TAT not after now) stays as it is.
+    /// at `now_us`: the same number of starts owed (rounded up), up to
+    /// `to`'s burst (the most its own GCRA ever owes), paid at `to`'s pace.
+    /// Keeping the TAT as a time instead would let a lane that spent its
+    /// burst under a fast rate spend most of a slow rate's burst at once.
+    /// No debt (a TAT not after now) stays as it is.
     pub fn carry(&self, to: &Rate, tat_us: i64, now_us: i64) -> i64 {
         if tat_us <= now_us {
             return tat_us;
         }
-        let owed = i128::from(tat_us - now_us) * i128::from(to.interval_us());
+        let to_t = i128::from(to.interval_us());
         let from = i128::from(self.interval_us());
-        let debt = (owed + from - 1) / from;
+        let owed = (i128::from(tat_us - now_us) * to_t + from - 1) / from;
+        let debt = owed.min(i128::from(to.burst) * to_t);
         now_us.saturating_add(i64::try_from(debt).unwrap_or(i64::MAX))
     }
 
@@ -174,11 +176,18 @@ mod tests {
         assert_eq!(Rate::new(3, 1000, 1).unwrap().carry(&fast, now + 1, now), now + 1);
         // No debt: the TAT as it is.
         assert_eq!(fast.carry(&slow, now - 5, now), now - 5);
+        // Owed more than the new burst: its burst spent, no more (the next
+        // start one interval on, not a start per owed one).
+        let minute = Rate::new(1, 60_000, 1).unwrap();
+        let carried = fast.carry(&minute, fast.after(None, now, 1000), now);
+        assert_eq!(carried, now + 60_000_000);
+        assert_eq!(minute.next_start_ms(carried), now / 1000 + 60_000);
         // The largest figures stay in range.
         let max = Rate::new(1, PERIOD_MAX_MS, N_MAX).unwrap();
         let min = Rate::new(N_MAX, 1, 1).unwrap();
         let owed = max.after(None, now, N_MAX);
-        assert!(min.carry(&max, owed, now) >= owed);
+        assert_eq!(min.carry(&max, owed, now), owed);
+        assert_eq!(max.carry(&min, owed, now), now + 1);
     }
 
     #[test]
