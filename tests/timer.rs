@@ -222,3 +222,26 @@ fn returns_and_promotions_of_the_timer_reach_a_replica_and_the_aof() {
         assert!(emq_stat(c, "jobs_reaped_by_timer") + emq_stat(c, "jobs_promoted_by_timer") >= 1);
     });
 }
+
+/// A due time an EchoMQ script wrote (its `@retry`, which cannot set the
+/// timer) while a worker waits: the timer, which looks at
+/// least once a second while clients wait, promotes the job to the worker.
+#[test]
+fn a_due_time_a_script_wrote_reaches_a_waiting_worker() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let twins = support::twins::Twins::load(&mut c);
+    fill(&mut c, P, "a", 1);
+    c.ok(&["EMQ.CLAIM", P, "100000"]);
+    let waiter = server.call_in_thread(&["EMQ.CLAIM", P, "100000", "BLOCK", "4000"]);
+    wait_for("the waiter", || emq_stat(&mut c, "blocked_clients") == 1);
+    let args: [&[u8]; 6] = [P.as_bytes(), b"JOB-a-00001", b"1", b"300", b"5", b"e"];
+    twins.like_native(&mut c, "retry", &args).unwrap();
+    let started = Instant::now();
+    let jobs = served(&waiter.join().unwrap().unwrap());
+    assert_eq!(jobs[0].0, "JOB-a-00001", "promoted and served");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "within the timer's look"
+    );
+}

@@ -35,6 +35,11 @@ use super::returns::{max_stalled, return_expired, Sweep};
 /// for right away.
 const BATCH: usize = 1000;
 
+/// While clients wait, the timer looks at least this often (ms): a lease
+/// deadline or a due time an EchoMQ script wrote (a script cannot set the
+/// timer) is met within it.
+const LOOK_MS: i64 = 1000;
+
 /// How long a timer waits to try again when it may not write now (writes
 /// paused) or could not (damage to a queue-wide key, logged).
 const RETRY_MS: i64 = 100;
@@ -111,9 +116,8 @@ pub fn watch(ctx: &Ctx, prefix: &[u8], earliest: Option<i64>) -> u64 {
         watches.by_queue.entry(db).or_default().insert(prefix.into(), id);
         id
     });
-    if let Some(at) = earliest {
-        arm(ctx, id, at);
-    }
+    let look = ctx.now_ms().saturating_add(LOOK_MS);
+    arm(ctx, id, earliest.map_or(look, |at| at.min(look)));
     id
 }
 
@@ -248,7 +252,8 @@ fn fire(ctx: &mut Ctx, id: u64) {
             Some(now + 10 * RETRY_MS)
         }
     };
-    if let Some(next) = [next, wake].into_iter().flatten().min() {
+    let look = Some(now.saturating_add(LOOK_MS));
+    if let Some(next) = [next, wake, look].into_iter().flatten().min() {
         arm(ctx, id, next);
     }
 }
