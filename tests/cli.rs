@@ -256,15 +256,10 @@ fn lanes_tells_a_rates_wait_from_a_pauses_end() {
     for _ in 0..2 {
         assert_eq!(served(&c.ok(&["EMQ.CLAIM", p, "60000"])).len(), 1);
     }
-    let script = support::twins::source("gpause");
-    c.ok(&[
-        "EVAL",
-        &script,
-        "2",
-        &format!("{p}paused"),
-        &format!("{p}ring"),
-        "held",
-    ]);
+    let twins = support::twins::Twins::load(&mut c);
+    twins
+        .like_native(&mut c, "pause", &[p.as_bytes(), b"held"])
+        .unwrap();
     c.ok(&["EMQ.PAUSE", p, "timed", "FOR", "3600000"]);
     let lane = c.ok(&["EMQ.LANE", p, "held"]);
     assert_eq!(lane.field("paused_until"), Some(&support::Value::Nil), "{lane:?}");
