@@ -79,16 +79,7 @@ impl<'q> Queue<'q> {
 
     /// `HDEL key field…` of the fields present.
     pub fn hdel(&self, key: Key, fields: &[Arg]) {
-        let mut effect: Effect = smallvec::smallvec![key.name()];
-        for &f in fields {
-            if key.hash_del(f) {
-                effect.push(f);
-            }
-        }
-        if effect.len() > 1 {
-            key.notify(Class::Hash, c"hdel");
-            self.call.repl.effect(c"HDEL", &effect);
-        }
+        self.hdel_after(key, fields, None);
     }
 
     /// A count's new value, as `HINCRBY` then (at 0 or below) `HDEL` leave it:
@@ -97,11 +88,26 @@ impl<'q> Queue<'q> {
         if value > 0 {
             let v = self.ctx.string_from_i64(value);
             self.hset(key, &[(field, v.as_arg())], c"hincrby");
-        } else if key.hash_del(field) {
+        } else {
             // As the script's HINCRBY then HDEL: both events, one effect.
-            self.ctx.notify(Class::Hash, c"hincrby", key.name());
+            self.hdel_after(key, &[field], Some(c"hincrby"));
+        }
+    }
+
+    /// [`Queue::hdel`], with `first` fired before `hdel` when a field went.
+    fn hdel_after(&self, key: Key, fields: &[Arg], first: Option<&CStr>) {
+        let mut effect: Effect = smallvec::smallvec![key.name()];
+        for &f in fields {
+            if key.hash_del(f) {
+                effect.push(f);
+            }
+        }
+        if effect.len() > 1 {
+            if let Some(event) = first {
+                self.ctx.notify(Class::Hash, event, key.name());
+            }
             key.notify(Class::Hash, c"hdel");
-            self.call.repl.effect(c"HDEL", &[key.name(), field]);
+            self.call.repl.effect(c"HDEL", &effect);
         }
     }
 
