@@ -46,6 +46,46 @@ fn a_served_waiter_replicates_in_both_modes() {
     }
 }
 
+/// A woken claim returns a lease that ran out before the timer saw it (a
+/// script or an operator moved its deadline), then asks `P paused` about a
+/// lane through a call. On Redis 7.0 a call made while a woken client is
+/// served sends the writes made before it nowhere unless it allows
+/// replication: the returned lease stayed leased on the replica and in the
+/// AOF.
+#[test]
+fn a_woken_claim_that_returns_a_lease_and_then_reads_the_paused_set_replicates_both() {
+    for mode in ["effects", "command"] {
+        let args = ["--emq.replicate", mode];
+        replicated_and_persisted(&args, mode == "command", |server, c| {
+            let p = "v{q}:";
+            fill(c, p, "a", 1);
+            let job = served(&c.ok(&["EMQ.CLAIM", p, "60000"]))[0].0.clone();
+            c.ok(&["EMQ.PAUSE", p, "z"]);
+            fill(c, p, "y", 1);
+            c.ok(&["EMQ.PAUSE", p, "y", "FOR", "60000"]);
+            let w = server.call_in_thread(&["EMQ.WCLAIM", p, "60000", "BLOCK", "0"]);
+            wait_for("the waiter", || support::emq_stat(c, "blocked_clients") == 1);
+            // Ended before the timer looks: the lease, and y's timed pause
+            // (whose end is a second call, SREM, after the lease went back).
+            c.int(&["ZADD", &format!("{p}active"), "1", &job]);
+            c.int(&["ZADD", &format!("{p}gnext"), "1", "y"]);
+            fill(c, p, "b", 1);
+            let jobs = served(&w.join().unwrap().unwrap());
+            assert_eq!(jobs.len(), 1, "{mode}: the waiter is served");
+            assert_eq!(
+                c.int(&["ZCARD", &format!("{p}active")]),
+                1,
+                "{mode}: the lease went back"
+            );
+            assert_eq!(
+                c.int(&["SISMEMBER", &format!("{p}paused"), "y"]),
+                0,
+                "{mode}: y's pause ended"
+            );
+        });
+    }
+}
+
 #[test]
 fn batches_of_every_size_replicate_as_written() {
     for mode in ["effects", "command"] {

@@ -99,12 +99,18 @@ impl Ctx {
         cmd: &CStr,
         argv: &mut [*mut raw::RedisModuleString],
     ) -> Result<*mut raw::RedisModuleCallReply, Error> {
+        // `!AR`: replication stays allowed while the call runs, but the call
+        // itself is sent to neither the AOF nor replicas (its effect, when it
+        // writes, is the caller's to send). In a woken client's callback,
+        // Redis 7.0 sends the effects made so far when a call ends; a plain
+        // call disallows replication, so they were dropped, not sent
+        // (docs/production.md, "Replication and persistence").
         // SAFETY: a live context, a NUL-ended name and a vector of live strings with its length, as `v` takes.
         let reply = unsafe {
             api!(RedisModule_Call)(
                 self.ptr,
                 cmd.as_ptr(),
-                c"v".as_ptr(),
+                c"!ARv".as_ptr(),
                 argv.as_mut_ptr(),
                 argv.len(),
             )
