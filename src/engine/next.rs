@@ -34,6 +34,9 @@ enum Back {
 pub struct Due {
     /// The due lanes met (at most `max`).
     pub met: usize,
+    /// Those of them that left `P gnext` for the ring (if serviceable): the
+    /// only ones waiting clients need to hear about.
+    pub rung: usize,
     /// The earliest time a lane kept in `P gnext` for its rate now waits
     /// for: the caller sees that waiting clients' timer fires by then.
     pub wait: Option<i64>,
@@ -66,7 +69,7 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<Due, Error> {
         };
         lanes.push((lane, paused, back));
     }
-    let mut rung = 0;
+    let mut rung: usize = 0;
     let mut wait: Option<i64> = None;
     for (lane, paused, back) in lanes {
         match back {
@@ -95,6 +98,10 @@ pub fn ring_due(q: &Queue, max: usize) -> Result<Due, Error> {
             q.settle(lane, after.serviceable())?;
         }
     }
-    q.call.count(&stats::LANES_RETURNED, rung);
-    Ok(Due { met: due.len(), wait })
+    q.call.count(&stats::LANES_RETURNED, rung as u64);
+    Ok(Due {
+        met: due.len(),
+        rung,
+        wait,
+    })
 }

@@ -278,13 +278,13 @@ fn due_work(q: &Queue) -> Result<bool, crate::model::error::Error> {
     q.call
         .count(&stats::JOBS_PROMOTED_BY_TIMER, promoted.promoted as u64);
     // A lane kept in `P gnext` for its rate is met again by `next_time`.
-    let back = ring_due(q, BATCH)?.met;
-    if back > 0 {
+    let back = ring_due(q, BATCH)?;
+    if back.rung > 0 {
         // A lane already in the ring (rung by a script while it waited)
         // is not pushed again: its waiters are told all the same.
         q.wake_waiters();
     }
-    Ok(returned.ended() >= BATCH || promoted.ended() >= BATCH || back >= BATCH)
+    Ok(returned.ended() >= BATCH || promoted.ended() >= BATCH || back.met >= BATCH)
 }
 
 /// The next lease deadline or due time still to come: one left in place (its

@@ -127,7 +127,7 @@ impl<'q> Claim<'q> {
     }
 
     /// Rings the lanes whose time in `P gnext` has come (a bounded number,
-    /// as expired leases); whether any came back.
+    /// as expired leases); whether any was rung.
     fn ring_due(&self) -> Result<bool, Error> {
         if !self.lanes_due() {
             return Ok(false);
@@ -136,7 +136,7 @@ impl<'q> Claim<'q> {
         if let Some(at) = due.wait {
             timer::due(self.q.ctx, self.q.prefix_bytes, at);
         }
-        Ok(due.met > 0)
+        Ok(due.rung > 0)
     }
 
     fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
