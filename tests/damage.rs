@@ -5,7 +5,7 @@
 mod support;
 
 use support::fixtures::{fill, hget, hset, ring, row, served, zscore};
-use support::replication::digest;
+use support::replication::{digest, in_sync, replicate_into};
 use support::{emq_stat, Conn, Server, Value};
 
 const P: &str = "d{q}:";
@@ -52,6 +52,27 @@ fn one_damaged_lane_never_stops_the_others() {
         assert!(emq_stat(&mut c, "lanes_skipped") >= 2, "{what}: counted");
         assert!(server.log().contains("lane 'A' skipped"), "{what}: logged");
     }
+}
+
+/// In `command` mode a replica with the module replays a turn and meets the
+/// damage again: the primary logged it, so the replica stays quiet.
+#[test]
+fn damage_is_logged_by_the_primary_and_not_again_by_its_replica() {
+    let primary = Server::start_with(&["--emq.replicate", "command"]);
+    let replica = Server::start();
+    let mut r = replicate_into(&replica, &primary);
+    let mut p = primary.conn();
+    fill(&mut p, P, "A", 2);
+    // A head whose row is not the lane's: a stray, met again by the replay.
+    hset(&mut p, &format!("{P}job:JOB-A-00001"), "group", "Z");
+    assert_eq!(serve_all(&mut p, 1), ["JOB-A-00002"]);
+    in_sync(&mut p, &mut r);
+    assert_eq!(digest(&mut p), digest(&mut r), "the replica followed");
+    assert!(primary.log().contains("not leased"), "the primary logged it");
+    assert!(
+        !replica.log().contains("not leased"),
+        "the replica did not log it again"
+    );
 }
 
 #[test]

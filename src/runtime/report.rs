@@ -9,8 +9,13 @@ use crate::ffi::Ctx;
 static LAST_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
 
-/// Logs `what` unless a warning was logged less than a second ago.
+/// Logs `what` unless a warning was logged less than a second ago, or the
+/// call is replayed (a primary's command on its replica, an AOF loading):
+/// the primary logged it when it met the damage.
 pub fn damage(ctx: &Ctx, what: impl FnOnce() -> String) {
+    if ctx.replayed() {
+        return;
+    }
     let now = ctx.now_ms();
     let last = LAST_MS.load(Ordering::Relaxed);
     if last != i64::MIN && now.saturating_sub(last) < 1000 {
