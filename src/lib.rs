@@ -39,6 +39,14 @@ mod module {
             ctx.log_warning(&format!("emq: this server lacks {name}; not loading"));
             return Status::Err;
         }
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        let debug_panic = match config::check_module_args(&args) {
+            Ok(debug_panic) => debug_panic,
+            Err(e) => {
+                ctx.log_warning(&format!("emq: {e}; not loading"));
+                return Status::Err;
+            }
+        };
         crate::ffi::detect_server(ctx);
         crate::ffi::set_module_options(ctx);
         // A panic (caught at the boundary) is reported in the server's log,
@@ -57,15 +65,14 @@ mod module {
         };
         if let Err(e) = crate::ffi::register::commands(ctx, table, category) {
             ctx.log_warning(&format!("emq: could not register the commands: {e}"));
+            drop(std::panic::take_hook());
             return Status::Err;
         }
         // A test hook, only with `loadmodule … debug-panic`: proves that a
         // panic becomes an error reply and the server lives on.
-        if args
-            .iter()
-            .any(|a| a.as_slice().eq_ignore_ascii_case(b"debug-panic"))
-        {
+        if debug_panic {
             if !crate::ffi::register::debug_panic_command(ctx) {
+                drop(std::panic::take_hook());
                 return Status::Err;
             }
             ctx.log_warning("emq: loaded with debug-panic: EMQ.DEBUG-PANIC panics on purpose");

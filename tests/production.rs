@@ -330,6 +330,29 @@ fn configs_are_read_from_a_config_file_and_loadmodule_arguments() {
     assert_eq!(info_field(&mut c, "emq", "emq_job_kind").as_deref(), Some("ABC"));
 }
 
+/// A name `loadmodule` does not take (the config file's `emq.` form, a
+/// misspelling) refuses the load, where it would load with the default.
+#[test]
+fn loadmodule_refuses_a_config_name_it_does_not_take() {
+    let server = Server::start_plain(&["--enable-module-command", "yes"]);
+    let mut c = server.conn();
+    let module = support::server::module_path().display().to_string();
+    let refused = c.cmd(&["MODULE", "LOAD", &module, "emq.replicate", "command"]);
+    assert!(refused.is_err(), "refused: {refused:?}");
+    assert!(
+        server
+            .log()
+            .contains("loadmodule argument 'emq.replicate' is no config of emq (as a loadmodule argument its name is 'replicate')"),
+        "the log says why"
+    );
+    assert!(c.cmd(&["EMQ.QUEUE", "q:"]).is_err(), "not loaded");
+    c.ok(&["MODULE", "LOAD", &module, "replicate", "command"]);
+    assert_eq!(
+        info_field(&mut c, "emq", "emq_replicate").as_deref(),
+        Some("command")
+    );
+}
+
 #[test]
 fn a_full_server_refuses_enqueue_but_workers_can_drain_it() {
     let server = Server::start();

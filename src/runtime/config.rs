@@ -112,3 +112,73 @@ impl ConfigurationValue<RedisString> for JobKind {
         Ok(())
     }
 }
+
+/// The configs `loadmodule` may set, by the names it takes them under
+/// (without `emq.`; registered in `lib.rs`).
+pub const NAMES: [&str; 4] = ["max-claim", "reap-on-claim", "job-kind", "replicate"];
+
+/// `loadmodule`'s arguments after the path: config names each followed by
+/// its value, and the test hook `debug-panic`. Whether the hook was given,
+/// or why the arguments are refused: the crate reads the names it knows and
+/// passes over the rest, so a misspelt or `emq.`-prefixed name would load
+/// with its default, silently. The server refuses an unknown config; the
+/// module refuses to load.
+pub fn check_module_args(args: &[&[u8]]) -> Result<bool, String> {
+    let mut debug_panic = false;
+    let mut rest = args;
+    while let Some((&arg, after)) = rest.split_first() {
+        let text = String::from_utf8_lossy(arg);
+        if arg == b"debug-panic" {
+            debug_panic = true;
+            rest = after;
+        } else if NAMES.iter().any(|n| n.as_bytes() == arg) {
+            let (_, after_value) = after
+                .split_first()
+                .ok_or_else(|| format!("loadmodule argument '{text}' has no value"))?;
+            rest = after_value;
+        } else {
+            let bare = text.strip_prefix("emq.").unwrap_or(&text);
+            let hint = if NAMES.contains(&bare) {
+                format!(" (as a loadmodule argument its name is '{bare}')")
+            } else {
+                format!(" (the configs are {})", NAMES.join(", "))
+            };
+            return Err(format!("loadmodule argument '{text}' is no config of emq{hint}"));
+        }
+    }
+    Ok(debug_panic)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_module_args;
+
+    #[test]
+    fn loadmodule_takes_config_names_with_their_values_and_the_test_hook() {
+        assert_eq!(check_module_args(&[]), Ok(false));
+        assert_eq!(
+            check_module_args(&[b"replicate", b"command", b"job-kind", b"TSK"]),
+            Ok(false)
+        );
+        assert_eq!(check_module_args(&[b"max-claim", b"5", b"debug-panic"]), Ok(true));
+        // A value that looks like a name or the hook is a value.
+        assert_eq!(check_module_args(&[b"job-kind", b"debug-panic"]), Ok(false));
+    }
+
+    #[test]
+    fn an_unknown_name_or_a_name_without_its_value_is_refused() {
+        let err = check_module_args(&[b"emq.replicate", b"command"]).unwrap_err();
+        assert!(
+            err.contains("'emq.replicate' is no config") && err.contains("its name is 'replicate'"),
+            "{err}"
+        );
+        let err = check_module_args(&[b"reap_on_claim", b"4"]).unwrap_err();
+        assert!(err.contains("the configs are max-claim, reap-on-claim"), "{err}");
+        let err = check_module_args(&[b"job-kind"]).unwrap_err();
+        assert!(err.contains("'job-kind' has no value"), "{err}");
+        assert!(
+            check_module_args(&[b"Replicate", b"command"]).is_err(),
+            "names are exact"
+        );
+    }
+}
