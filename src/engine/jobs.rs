@@ -64,7 +64,7 @@ pub fn fenced<'q>(
     token: Arg,
     stale: &'static str,
 ) -> Result<Option<Row<'q>>, Error> {
-    let row = q.row(job.bytes())?;
+    let row = q.fenced_row(job.bytes())?;
     let Some(attempts) = &row.attempts else {
         return Ok(None);
     };
@@ -94,7 +94,7 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
         }
         return Ok(Leave::Lease { lane });
     }
-    match row.state() {
+    match row.state_now() {
         Some(State::Scheduled) => Ok(Leave::Set(q.schedule()?)),
         Some(State::Dead) => Ok(Leave::Set(q.dead()?)),
         _ => match row.lane() {

@@ -32,6 +32,18 @@ impl Row<'_> {
         self.state.as_ref().and_then(|s| State::parse(s.bytes()))
     }
 
+    /// The state, read now when the row was read without it
+    /// ([`Queue::fenced_row`]).
+    pub fn state_now(&self) -> Option<State> {
+        match &self.state {
+            Some(state) => State::parse(state.bytes()),
+            None => self
+                .key
+                .hash_get(word(Word::State))
+                .and_then(|s| State::parse(s.bytes())),
+        }
+    }
+
     /// The lane the row names (`group`), if any.
     pub fn lane(&self) -> Option<&[u8]> {
         self.group.as_ref().map(RStr::bytes)
@@ -55,6 +67,21 @@ impl<'q> Queue<'q> {
     /// head: such a key is no job of the lane's).
     pub fn row_or_none(&self, job: &[u8]) -> Result<Row<'q>, Error> {
         Ok(read(self.row_key(job)?))
+    }
+
+    /// The row of a command fenced by its token (COMPLETE, RETRY, DELAY,
+    /// EXTEND): its lane and attempts. The state is read only when asked
+    /// ([`Row::state_now`]): a leased job, the common case, needs none.
+    pub fn fenced_row(&self, job: &[u8]) -> Result<Row<'q>, Error> {
+        let key = self.row_key(job)?.expect(Kind::Hash)?;
+        let [group, attempts] = key.hash_get_many([word(Word::Group), word(Word::Attempts)]);
+        Ok(Row {
+            exists: key.kind() == Kind::Hash,
+            key,
+            state: None,
+            group,
+            attempts,
+        })
     }
 
     /// As [`Queue::row_or_none`], for a sweep that decides on the state and
