@@ -104,15 +104,15 @@ mod module {
         info: info,
         configurations: [
             i64: [
-                ["max-claim", &config::MAX_CLAIM, config::MAX_CLAIM_DEFAULT, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
-                ["reap-on-claim", &config::REAP_ON_CLAIM, config::REAP_ON_CLAIM_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
+                [config::MAX_CLAIM_NAME, &config::MAX_CLAIM, config::MAX_CLAIM_DEFAULT, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
+                [config::REAP_ON_CLAIM_NAME, &config::REAP_ON_CLAIM, config::REAP_ON_CLAIM_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
             ],
             string: [
-                ["job-kind", &config::JOB_KIND, config::JOB_KIND_DEFAULT, ConfigurationFlags::DEFAULT, None],
+                [config::JOB_KIND_NAME, &config::JOB_KIND, config::JOB_KIND_DEFAULT, ConfigurationFlags::DEFAULT, None],
             ],
             bool: [],
             enum: [
-                ["replicate", &config::REPLICATE, Replicate::effects, ConfigurationFlags::DEFAULT, None],
+                [config::REPLICATE_NAME, &config::REPLICATE, Replicate::effects, ConfigurationFlags::DEFAULT, None],
             ],
             module_args_as_configuration: true,
         ]

@@ -113,9 +113,13 @@ impl ConfigurationValue<RedisString> for JobKind {
     }
 }
 
-/// The configs `loadmodule` may set, by the names it takes them under
-/// (without `emq.`; registered in `lib.rs`).
-pub const NAMES: [&str; 4] = ["max-claim", "reap-on-claim", "job-kind", "replicate"];
+/// The configs' names without `emq.` (registered under them in `lib.rs`;
+/// `loadmodule` takes them so).
+pub const MAX_CLAIM_NAME: &str = "max-claim";
+pub const REAP_ON_CLAIM_NAME: &str = "reap-on-claim";
+pub const JOB_KIND_NAME: &str = "job-kind";
+pub const REPLICATE_NAME: &str = "replicate";
+pub const NAMES: [&str; 4] = [MAX_CLAIM_NAME, REAP_ON_CLAIM_NAME, JOB_KIND_NAME, REPLICATE_NAME];
 
 /// `loadmodule`'s arguments after the path: config names each followed by
 /// its value, and the test hook `debug-panic`. Whether the hook was given,
