@@ -4,8 +4,10 @@
 
 mod support;
 
-use support::fixtures::{fill, hget, hset, ring, row, served, zscore};
+use support::fixtures::{fill, hset, job_id, ring, row, served, zscore};
+use support::invariants::check_invariants;
 use support::replication::{digest, in_sync, replicate_into};
+use support::snapshot::snapshot;
 use support::{emq_stat, Conn, Server, Value};
 
 const P: &str = "d{q}:";
@@ -172,31 +174,254 @@ fn a_stray_goes_where_its_row_says_and_no_job_is_lost() {
     assert_eq!(c.int(&["EXISTS", &format!("{P}g:A:pending")]), 0);
 }
 
+/// `n` jobs of `lane` from index `from`, leased (`where_ = "active"`) or
+/// delayed (`"schedule"`) at `score`, as the module leaves them: rows, the
+/// entry, and for leases the lane's count.
+fn placed(c: &mut Conn, lane: &str, from: usize, n: usize, where_: &str, score: &str) -> Vec<String> {
+    let state = if where_ == "active" { "active" } else { "scheduled" };
+    let ids: Vec<String> = (from..from + n).map(|i| job_id(lane, i)).collect();
+    for chunk in ids.chunks(1000) {
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut zadd = vec![b"ZADD".to_vec(), format!("{P}{where_}").into_bytes()];
+        for id in chunk {
+            cmds.push(
+                [
+                    "HSET",
+                    &format!("{P}job:{id}"),
+                    "state",
+                    state,
+                    "attempts",
+                    "1",
+                    "payload",
+                    "p",
+                    "group",
+                    lane,
+                ]
+                .map(|a| a.as_bytes().to_vec())
+                .to_vec(),
+            );
+            zadd.push(score.as_bytes().to_vec());
+            zadd.push(id.as_bytes().to_vec());
+        }
+        cmds.push(zadd);
+        for r in c.pipeline(&cmds).unwrap() {
+            r.unwrap();
+        }
+    }
+    if where_ == "active" {
+        c.ok(&["HINCRBY", &format!("{P}gactive"), lane, &n.to_string()]);
+    }
+    ids
+}
+
+/// What makes lane x damaged for a sweep, and how it is mended.
+type Damage = (&'static str, fn(&mut Conn), fn(&mut Conn, usize));
+
+const SWEEP_DAMAGES: [Damage; 2] = [
+    (
+        "x's pending key of another type",
+        |c| {
+            c.ok(&["SET", &format!("{P}g:x:pending"), "clobbered"]);
+        },
+        |c, _| {
+            c.ok(&["DEL", &format!("{P}g:x:pending")]);
+        },
+    ),
+    (
+        "x's active count not a number",
+        |c| hset(c, &format!("{P}gactive"), "x", "many"),
+        |c, n| hset(c, &format!("{P}gactive"), "x", &n.to_string()),
+    ),
+];
+
+/// docs/damage.md, "Sweeps": REAP (plain, MAXSTALLED) and PROMOTE leave a
+/// damaged lane's entries in place, count them, and reach the healthy lane's
+/// behind them; once mended, x's entries go back into lane x.
 #[test]
-fn a_damaged_lanes_expired_jobs_go_back_on_a_claim_and_fail_a_reap() {
+fn sweeps_pass_over_a_damaged_lanes_entries_to_the_others() {
+    for (what, damage, mend) in SWEEP_DAMAGES {
+        for ahead in [1, 150] {
+            let server = Server::start();
+            let mut c = server.conn();
+            let x_leased = placed(&mut c, "x", 1, ahead, "active", "1");
+            let x_due = placed(&mut c, "x", 1001, ahead, "schedule", "1");
+            let y_leased = placed(&mut c, "y", 1, 2, "active", "2");
+            let y_due = placed(&mut c, "y", 1001, 1, "schedule", "2");
+            damage(&mut c);
+            let case = format!("{what}, {ahead} ahead");
+
+            assert_eq!(
+                c.int(&["EMQ.REAP", P, "COUNT", "1"]),
+                1,
+                "{case}: y's first lease back"
+            );
+            assert_eq!(
+                zscore(&mut c, &format!("{P}g:y:pending"), &y_leased[0]),
+                Some(0),
+                "{case}"
+            );
+            assert_eq!(
+                row(&mut c, P, &y_leased[0], "state").as_deref(),
+                Some("pending"),
+                "{case}"
+            );
+            let swept = c.ok(&["EMQ.REAP", P, "MAXSTALLED", "5", "COUNT", "10"]);
+            assert_eq!(
+                swept.items()[0].texts(),
+                [y_leased[1].clone()],
+                "{case}: the sweep reaches y"
+            );
+            assert_eq!(
+                c.int(&["EMQ.PROMOTE", P, "COUNT", "10"]),
+                1,
+                "{case}: y's due job"
+            );
+            assert_eq!(
+                zscore(&mut c, &format!("{P}g:y:pending"), &y_due[0]),
+                Some(0),
+                "{case}"
+            );
+            assert_eq!(ring(&mut c, P), ["y"], "{case}: y rung, x not");
+
+            // x's entries stay as they were, and are counted and logged.
+            assert_eq!(c.int(&["ZCARD", &format!("{P}active")]), ahead as i64, "{case}");
+            assert_eq!(c.int(&["ZCARD", &format!("{P}schedule")]), ahead as i64, "{case}");
+            assert_eq!(
+                row(&mut c, P, &x_leased[0], "state").as_deref(),
+                Some("active"),
+                "{case}"
+            );
+            assert_eq!(
+                row(&mut c, P, &x_leased[0], "stalled"),
+                None,
+                "{case}: no stall counted"
+            );
+            assert_eq!(emq_stat(&mut c, "entries_kept"), 3 * ahead as u64, "{case}");
+            assert!(
+                server
+                    .log()
+                    .contains("stay where they are until mended (lane 'x' first"),
+                "{case}"
+            );
+
+            mend(&mut c, ahead);
+            assert_eq!(
+                c.int(&["EMQ.REAP", P, "COUNT", "1000"]),
+                ahead as i64,
+                "{case}: mended"
+            );
+            assert_eq!(
+                c.int(&["EMQ.PROMOTE", P, "COUNT", "1000"]),
+                ahead as i64,
+                "{case}"
+            );
+            assert_eq!(
+                c.int(&["ZCARD", &format!("{P}g:x:pending")]),
+                2 * ahead as i64,
+                "{case}: x's jobs back in lane x"
+            );
+            assert!(x_due
+                .iter()
+                .all(|j| row(&mut c, P, j, "state").as_deref() == Some("pending")));
+            if let Err(broken) = check_invariants(&snapshot(&mut c, P)) {
+                panic!("{case}: {broken}");
+            }
+        }
+    }
+}
+
+/// A sweep stops once it has passed over 10,000 damaged entries in a call
+/// (its bound on work past COUNT, docs/damage.md): with 9,999 ahead the
+/// healthy lane's entry behind them is reached, with 10,000 it is not.
+#[test]
+fn a_sweep_passes_over_at_most_ten_thousand_damaged_entries() {
     let server = Server::start();
     let mut c = server.conn();
-    fill(&mut c, P, "A", 2);
-    fill(&mut c, P, "B", 1);
-    c.ok(&["EMQ.CLAIM", P, "60000"]);
-    c.ok(&["ZADD", &format!("{P}active"), "1", "JOB-A-00001"]);
-    hset(&mut c, &format!("{P}glimit"), "A", "abc");
-    let before = digest(&mut c);
-    let e = c.cmd(&["EMQ.REAP", P]).unwrap_err();
+    placed(&mut c, "x", 1, 9_999, "active", "1");
+    placed(&mut c, "x", 20_001, 9_999, "schedule", "1");
+    let y = placed(&mut c, "y", 1, 1, "active", "2");
+    let y_due = placed(&mut c, "y", 20_001, 1, "schedule", "2");
+    c.ok(&["SET", &format!("{P}g:x:pending"), "clobbered"]);
+    assert_eq!(c.int(&["EMQ.REAP", P]), 1, "9,999 ahead: y reached");
+    assert_eq!(c.int(&["EMQ.PROMOTE", P]), 1, "9,999 ahead: y's due job reached");
+    assert_eq!(row(&mut c, P, &y[0], "state").as_deref(), Some("pending"));
+    assert_eq!(row(&mut c, P, &y_due[0], "state").as_deref(), Some("pending"));
+    let kept = emq_stat(&mut c, "entries_kept");
+    assert_eq!(kept, 19_998);
+
+    placed(&mut c, "x", 10_000, 1, "active", "1");
+    placed(&mut c, "x", 30_000, 1, "schedule", "1");
+    let y = placed(&mut c, "y", 2, 1, "active", "2");
+    let y_due = placed(&mut c, "y", 20_002, 1, "schedule", "2");
     assert_eq!(
-        e,
-        format!("ERR limit of lane 'A' in '{P}glimit' is not an integer")
+        c.int(&["EMQ.REAP", P]),
+        0,
+        "10,000 ahead: the bound stops the call"
     );
-    assert_eq!(digest(&mut c), before, "an error changed nothing");
-    // A claim's own returns put the job back all the same.
+    assert_eq!(c.int(&["EMQ.PROMOTE", P]), 0);
+    assert_eq!(
+        emq_stat(&mut c, "entries_kept") - kept,
+        20_000,
+        "exactly the bound each"
+    );
+    assert_eq!(row(&mut c, P, &y[0], "state").as_deref(), Some("active"));
+    assert_eq!(row(&mut c, P, &y_due[0], "state").as_deref(), Some("scheduled"));
+}
+
+/// The module's own sweeps keep the same rule: a claim's expired-first
+/// returns, the timer's returns and promotions (a waiting worker gets y's job
+/// at its time with 1,000 or 5,000 of x's ahead, past the timer's batch of
+/// 1,000), and EMQ.REVIVE.
+#[test]
+fn claims_the_timer_and_revive_pass_over_a_damaged_lanes_entries() {
+    let server = Server::start();
+    let mut c = server.conn();
+    placed(&mut c, "x", 1, 15, "active", "1");
+    let y = placed(&mut c, "y", 1, 1, "active", "2");
+    c.ok(&["SET", &format!("{P}g:x:pending"), "clobbered"]);
+    // A claim stops once it has passed over emq.reap-on-claim (16): past
+    // x's 15, y's is returned and served.
     let got = served(&c.ok(&["EMQ.CLAIM", P, "60000"]));
-    assert_eq!(got[0].0, "JOB-B-00001");
-    assert_eq!(row(&mut c, P, "JOB-A-00001", "state").as_deref(), Some("pending"));
+    assert_eq!(got[0].0, y[0], "a claim's returns passed x's and reached y's");
     assert_eq!(
-        hget(&mut c, &format!("{P}gactive"), "A"),
-        None,
-        "its count dropped"
+        c.int(&["ZCARD", &format!("{P}active")]),
+        16,
+        "x's 15 stay, y's leased again"
     );
+
+    // REVIVE: x's dead job stays dead, y's comes back.
+    let xd = placed(&mut c, "x", 100, 1, "active", "0");
+    let yd = placed(&mut c, "y", 100, 1, "active", "0");
+    for j in [&xd[0], &yd[0]] {
+        c.ok(&["ZREM", &format!("{P}active"), j]);
+        hset(&mut c, &format!("{P}job:{j}"), "state", "dead");
+        c.ok(&["ZADD", &format!("{P}dead"), "0", j]);
+    }
+    c.ok(&["HINCRBY", &format!("{P}gactive"), "y", "-1"]);
+    assert_eq!(c.int(&["EMQ.REVIVE", P, &xd[0], &yd[0]]), 1);
+    assert_eq!(row(&mut c, P, &xd[0], "state").as_deref(), Some("dead"));
+    assert_eq!(row(&mut c, P, &yd[0], "state").as_deref(), Some("pending"));
+
+    for ahead in [1000, 5000] {
+        c.ok(&["FLUSHALL"]);
+        placed(&mut c, "x", 1, ahead, "schedule", "1");
+        placed(&mut c, "x", 10_001, ahead, "active", "1");
+        c.ok(&["SET", &format!("{P}g:x:pending"), "clobbered"]);
+        let due = (support::fixtures::now_ms(&mut c) + 300).to_string();
+        let y = placed(&mut c, "y", 1, 1, "schedule", &due);
+        let asked = std::time::Instant::now();
+        let got = c.ok(&["EMQ.WCLAIM", P, "60000", "BLOCK", "10000"]);
+        let after = asked.elapsed();
+        assert_eq!(
+            served(&got)[0].0,
+            y[0],
+            "{ahead} ahead: the timer promoted y's job"
+        );
+        assert!(
+            after < std::time::Duration::from_millis(1800) * support::server::slow(),
+            "{ahead} ahead: within the timer's resolution, {after:?}"
+        );
+    }
 }
 
 #[test]

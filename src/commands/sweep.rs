@@ -7,9 +7,8 @@ use crate::model::row::Stalls;
 use crate::queue::Queue;
 use crate::runtime::{stats, Call};
 
-use crate::engine::books::OnDamage;
 use crate::engine::promote::promote_due;
-use crate::engine::returns::{max_stalled, return_expired, Sweep};
+use crate::engine::returns::{max_stalled, return_expired, OnDamage, Sweep, PASSES};
 
 use super::args::{self, Args};
 
@@ -51,12 +50,15 @@ pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
             max: policy,
         },
     };
+    // `GROUP`: of the first `count` expired leases, the lane's (the
+    // script's window); else the first `count` that can end, past at most
+    // PASSES whose lane is damaged (docs/damage.md, "Sweeps").
     let sweep = Sweep {
-        look: count,
+        look: if group.is_some() { count } else { usize::MAX },
         max: count,
+        passes: PASSES,
         group: group.map(|g| g.bytes()),
         stalls,
-        on_damage: OnDamage::Fail,
     };
     let returned = return_expired(&q, sweep)?;
     call.count(&stats::JOBS_REAPED, returned.ended() as u64);
@@ -77,7 +79,7 @@ pub fn promote<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let prefix = a.prefix(call.ctx.is_cluster())?;
     let count = a.count(DEFAULT_COUNT)?;
     let q = Queue::new(call, prefix);
-    let promoted = promote_due(&q, count, OnDamage::Fail)?;
+    let promoted = promote_due(&q, count, PASSES)?;
     call.count(&stats::JOBS_PROMOTED, promoted.promoted as u64);
     Ok(Reply::Int(promoted.ended() as i64))
 }

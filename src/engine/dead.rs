@@ -8,7 +8,7 @@ use crate::model::grammar;
 use crate::queue::{Queue, Score};
 use crate::runtime::stats;
 
-use super::books::{Books, OnDamage};
+use super::books::Books;
 
 /// EMQ.DEAD: the first `count` of `P dead` (score 0: in id order), each
 /// `[id, lane, last_error]` (nil where the row has none).
@@ -26,11 +26,12 @@ pub fn list(q: &Queue, count: usize) -> Result<Reply, Error> {
 
 /// EMQ.REVIVE: dead jobs back to their lane (rung with a wake) or to
 /// `P pending`, `state pending`, `last_error` and `stalled` removed,
-/// `attempts` kept. A job not in `P dead`, or without a row, is left as it
-/// is. Returns the number revived.
+/// `attempts` kept. A job not in `P dead`, without a row, or whose lane's
+/// state is damaged (docs/damage.md, "Sweeps") is left as it is. Returns the
+/// number revived.
 pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
     let dead = q.dead()?;
-    let mut books = Books::new(q, OnDamage::Fail);
+    let mut books = Books::new(q);
     let mut back: Vec<(Arg, crate::ffi::Key, Option<usize>)> = Vec::new();
     for job in grammar::distinct(jobs, |a| a.bytes()) {
         if dead.zset_score(job).is_none() {
@@ -41,17 +42,15 @@ pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
             continue;
         }
         let book = match row.lane() {
-            Some(lane) => {
-                let b = books.open(lane)?;
-                if !books.reachable(b) {
-                    return Err(Error::WrongType);
-                }
-                Some(b)
-            }
+            Some(lane) => match books.open(lane)? {
+                Some(b) => Some(b),
+                None => continue,
+            },
             None => None,
         };
         back.push((job, row.key, book));
     }
+    books.report_kept("dead job(s)");
     if back.is_empty() {
         return Ok(0);
     }

@@ -2,7 +2,9 @@
 //! each leaves `P schedule` for its lane at score 0 (rung with a wake if that
 //! makes it serviceable) or, with no lane, for `P pending`, `state pending`.
 //! An entry whose row is missing or not `scheduled` is only removed (a
-//! script would write a ghost row for it).
+//! script would write a ghost row for it); one whose lane's state is damaged
+//! stays due until the lane is mended, and the sweep goes on past it
+//! (`books.rs`, at most `passes` of them a call).
 
 use crate::ffi::{word, Arg, Key, RStr, Word};
 use crate::model::error::Error;
@@ -10,7 +12,7 @@ use crate::model::row::State;
 use crate::queue::{Queue, Score};
 use crate::runtime::stats;
 
-use super::books::{Books, OnDamage};
+use super::books::Books;
 
 pub struct Promoted {
     pub promoted: usize,
@@ -28,34 +30,33 @@ enum Due<'q> {
     Back { row: Key<'q>, book: Option<usize> },
 }
 
-/// Promotes the due jobs, earliest first, at most `max`; reads and checks
-/// everything first, then writes.
-pub fn promote_due(q: &Queue, max: usize, on_damage: OnDamage) -> Result<Promoted, Error> {
+/// Promotes the due jobs, earliest first, at most `max`, passing over at
+/// most `passes` whose lane is damaged; reads and checks everything first,
+/// then writes.
+pub fn promote_due(q: &Queue, max: usize, passes: usize) -> Result<Promoted, Error> {
     let schedule = q.schedule()?;
-    let now = q.ctx.now_ms() as f64;
-    let due = schedule.zset_range(now, max);
-    let mut books = Books::new(q, on_damage);
-    let mut jobs: Vec<(RStr, Due)> = Vec::with_capacity(due.len());
-    for (job, _) in due {
-        let row = q.row_place(job.bytes())?;
-        if !row.exists || row.state() != Some(State::Scheduled) {
-            jobs.push((job, Due::Dropped));
-            continue;
-        }
-        let book = match row.lane() {
-            Some(lane) => {
-                let b = books.open(lane)?;
-                // A lane that cannot take it back keeps it due (the timer
-                // looks past it).
-                if !books.reachable(b) {
-                    continue;
-                }
-                Some(b)
-            }
-            None => None,
-        };
-        jobs.push((job, Due::Back { row: row.key, book }));
+    if max == 0 {
+        return Ok(Promoted {
+            promoted: 0,
+            dropped: 0,
+        });
     }
+    let now = q.ctx.now_ms() as f64;
+    let mut books = Books::new(q);
+    let mut jobs: Vec<(RStr, Due)> = Vec::new();
+    let mut failed = None;
+    schedule.zset_walk(now, |job, _| {
+        match due_place(q, &mut books, &job) {
+            Ok(Some(due)) => jobs.push((job, due)),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+        failed.is_none() && jobs.len() < max && books.kept() < passes
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    books.report_kept("due job(s)");
     if jobs.is_empty() {
         return Ok(Promoted {
             promoted: 0,
@@ -96,4 +97,21 @@ pub fn promote_due(q: &Queue, max: usize, on_damage: OnDamage) -> Result<Promote
         q.report(|| format!("{dropped} schedule entr(ies) dropped: no row, or a row not scheduled"));
     }
     Ok(Promoted { promoted, dropped })
+}
+
+/// Where the due `job` goes, read from its row; `None` when it stays due
+/// (its lane damaged).
+fn due_place<'q>(q: &Queue<'q>, books: &mut Books<'q>, job: &RStr) -> Result<Option<Due<'q>>, Error> {
+    let row = q.row_place(job.bytes())?;
+    if !row.exists || row.state() != Some(State::Scheduled) {
+        return Ok(Some(Due::Dropped));
+    }
+    let book = match row.lane() {
+        Some(lane) => match books.open(lane)? {
+            Some(b) => Some(b),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    Ok(Some(Due::Back { row: row.key, book }))
 }

@@ -4,7 +4,9 @@
 //! to `P pending`) with `state pending` — or, when its stalls are counted and
 //! reach the threshold, it dies (`state dead`, `last_error stalled`, into
 //! `P dead`). A lease whose row is missing or not `active` is only removed
-//! from `P active` (a script would write a ghost row for it).
+//! from `P active` (a script would write a ghost row for it); one whose
+//! lane's state is damaged stays there until the lane is mended, and the
+//! sweep goes on past it (`books.rs`, bounded by [`Sweep::passes`]).
 
 use crate::ffi::{word, Arg, Key, RStr, Word};
 use crate::model::error::Error;
@@ -13,20 +15,39 @@ use crate::model::row::{return_fate, ReturnFate, Stalls, State};
 use crate::queue::{Queue, Score};
 use crate::runtime::stats;
 
-use super::books::{Books, OnDamage};
+use super::books::Books;
+
+/// What a damaged `max-stalled` in `P meta` does to the command that meets
+/// it ([`max_stalled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDamage {
+    /// An error; nothing changes (the commands a client asks for).
+    Fail,
+    /// Ignored, and logged (the module's own work: a claim's returns, the
+    /// timer's).
+    Lenient,
+}
 
 /// Which expired leases a return takes.
 #[derive(Debug, Clone, Copy)]
 pub struct Sweep<'a> {
-    /// At most this many expired leases are looked at, earliest first.
+    /// At most this many expired leases are looked at, earliest first
+    /// (`REAP … GROUP`: the script's window); `usize::MAX`: as far as
+    /// [`Sweep::max`] and [`Sweep::passes`] go.
     pub look: usize,
     /// At most this many are ended.
     pub max: usize,
+    /// At most this many are passed over for their lane's damage (left in
+    /// `P active`): the bound on a call's work past `max`.
+    pub passes: usize,
     /// Only the leases whose row names this lane (`REAP … GROUP lane`).
     pub group: Option<&'a [u8]>,
     pub stalls: Stalls,
-    pub on_damage: OnDamage,
 }
+
+/// Entries a client's sweep (EMQ.REAP, EMQ.PROMOTE) or the timer passes over
+/// at most in one call for their lane's damage (docs/damage.md, "Sweeps").
+pub const PASSES: usize = 10_000;
 
 /// What a return did.
 #[derive(Default)]
@@ -57,14 +78,8 @@ enum End<'q> {
         row: Key<'q>,
         book: Option<usize>,
         stalled: i64,
-        /// Of its stalls (else set aside: its lane cannot take it back).
-        of_stalls: bool,
     },
 }
-
-/// The `last_error` of a job set aside because its lane's pending key holds
-/// another type.
-const UNREACHABLE: &[u8] = b"its lane's pending key is not a sorted set";
 
 /// The stall policy stored in `P meta` (`max-stalled`), if any. A damaged
 /// value fails a client's command and is ignored by the module's own
@@ -95,91 +110,54 @@ pub fn max_stalled(q: &Queue, on_damage: OnDamage) -> Result<Option<i64>, Error>
 /// then writes.
 pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     let leases = q.leases()?;
-    let now = q.ctx.now_ms() as f64;
-    let expired = leases.zset_range(now, sweep.look);
-    if expired.is_empty() {
+    if sweep.max == 0 {
         return Ok(Returned::default());
     }
+    let now = q.ctx.now_ms() as f64;
     // ---- read ----
-    let mut books = Books::new(q, sweep.on_damage);
-    let mut ends: Vec<(RStr, End)> = Vec::new();
-    let mut dying = false;
-    for (job, _) in expired {
-        if ends.len() >= sweep.max {
-            break;
+    let mut books = Books::new(q);
+    // Each lease with its deadline.
+    let mut ends: Vec<(RStr, i64, End)> = Vec::new();
+    let mut failed = None;
+    let mut looked = 0usize;
+    leases.zset_walk(now, |job, deadline| {
+        looked += 1;
+        match lease_end(q, &mut books, &job, sweep) {
+            Ok(Some(end)) => ends.push((job, deadline as i64, end)),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
         }
-        let row = q.row_place(job.bytes())?;
-        if let Some(target) = sweep.group {
-            if row.lane() != Some(target) {
-                continue;
-            }
-        }
-        if !row.exists || row.state() != Some(State::Active) {
-            ends.push((job, End::Dropped));
-            continue;
-        }
-        let stalled_now = if sweep.stalls.count {
-            row.key.hash_get(word(Word::Stalled))
-        } else {
-            None
-        };
-        let fate = return_fate(stalled_now.as_ref().map(RStr::bytes), sweep.stalls);
-        let book = match row.lane() {
-            Some(lane) => Some(books.open(lane)?),
-            None => None,
-        };
-        // A lane that cannot take its job back sets it aside as dead
-        // (EMQ.REVIVE once the lane is mended).
-        let unreachable = book.is_some_and(|b| !books.reachable(b));
-        let end = match fate {
-            ReturnFate::Back { stalled } if !unreachable => End::Back {
-                row: row.key,
-                book,
-                stalled,
-            },
-            ReturnFate::Back { stalled } => End::Dies {
-                row: row.key,
-                book,
-                stalled: stalled.unwrap_or(0),
-                of_stalls: false,
-            },
-            ReturnFate::Dies { stalled } => End::Dies {
-                row: row.key,
-                book,
-                stalled,
-                of_stalls: true,
-            },
-        };
-        dying |= matches!(end, End::Dies { .. });
-        ends.push((job, end));
+        failed.is_none() && looked < sweep.look && ends.len() < sweep.max && books.kept() < sweep.passes
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    books.report_kept("expired lease(s)");
     if ends.is_empty() {
         return Ok(Returned::default());
     }
     let flat = if ends
         .iter()
-        .any(|(_, e)| matches!(e, End::Back { book: None, .. }))
+        .any(|(_, _, e)| matches!(e, End::Back { book: None, .. }))
     {
         Some(q.flat()?)
     } else {
         None
     };
-    let graves = if dying {
-        let deaths = ends.iter().filter(|(_, e)| matches!(e, End::Dies { .. })).count();
+    let deaths = ends.iter().filter(|(_, _, e)| matches!(e, End::Dies { .. })).count();
+    let graves = if deaths > 0 {
         Some((q.dead()?, super::counts::failed_count(q, deaths as i64)?))
     } else {
         None
     };
 
     // ---- write ----
-    let ended: Vec<Arg> = ends.iter().map(|(j, _)| j.as_arg()).collect();
+    let ended: Vec<Arg> = ends.iter().map(|(j, _, _)| j.as_arg()).collect();
     q.zrem(leases, &ended, c"zrem");
     let mut out = Returned::default();
     let mut flat_back: Vec<Arg> = Vec::new();
     let mut buried: Vec<Arg> = Vec::new();
-    let mut unreachable_text: Option<RStr> = None;
-    let mut stall_deaths = 0u64;
-    for (job, end) in &ends {
+    for (job, _, end) in &ends {
         match end {
             End::Dropped => {}
             End::Back { row, book, stalled } => {
@@ -192,26 +170,12 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
                     None => flat_back.push(job.as_arg()),
                 }
             }
-            End::Dies {
-                row,
-                book,
-                stalled,
-                of_stalls,
-            } => {
-                let counted = sweep.stalls.count.then_some(*stalled);
-                let error = if *of_stalls {
-                    word(Word::Stalled)
-                } else {
-                    unreachable_text
-                        .get_or_insert_with(|| q.ctx.string(UNREACHABLE))
-                        .as_arg()
-                };
-                write_row(q, *row, State::Dead, counted, Some(error));
+            End::Dies { row, book, stalled } => {
+                write_row(q, *row, State::Dead, Some(*stalled), Some(word(Word::Stalled)));
                 if let Some(b) = book {
                     books.lease_ended(*b);
                 }
                 buried.push(job.as_arg());
-                stall_deaths += u64::from(*of_stalls);
             }
         }
     }
@@ -222,10 +186,10 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         q.zadd(dead, Score::zero(), &buried);
         failed.add(q);
         q.call.count(&stats::JOBS_DIED, buried.len() as u64);
-        q.call.count(&stats::DEAD_OF_STALLS, stall_deaths);
+        q.call.count(&stats::DEAD_OF_STALLS, buried.len() as u64);
     }
     books.write()?;
-    for (job, end) in ends {
+    for (job, _, end) in ends {
         match end {
             End::Dropped => out.dropped.push(job),
             End::Back { .. } => out.back.push(job),
@@ -239,6 +203,49 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         q.report(|| format!("{n} lease(s) dropped: no row, or a row not leased (job '{first}' first)"));
     }
     Ok(out)
+}
+
+/// How the expired lease of `job` ends, read from its row; `None` when it
+/// stays in `P active` (another lane's under `GROUP`, or its lane damaged).
+fn lease_end<'q>(
+    q: &Queue<'q>,
+    books: &mut Books<'q>,
+    job: &RStr,
+    sweep: Sweep,
+) -> Result<Option<End<'q>>, Error> {
+    let row = q.row_place(job.bytes())?;
+    if sweep.group.is_some() && row.lane() != sweep.group {
+        return Ok(None);
+    }
+    if !row.exists || row.state() != Some(State::Active) {
+        return Ok(Some(End::Dropped));
+    }
+    let book = match row.lane() {
+        Some(lane) => match books.open(lane)? {
+            Some(b) => Some(b),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let stalled_now = if sweep.stalls.count {
+        row.key.hash_get(word(Word::Stalled))
+    } else {
+        None
+    };
+    Ok(Some(
+        match return_fate(stalled_now.as_ref().map(RStr::bytes), sweep.stalls) {
+            ReturnFate::Back { stalled } => End::Back {
+                row: row.key,
+                book,
+                stalled,
+            },
+            ReturnFate::Dies { stalled } => End::Dies {
+                row: row.key,
+                book,
+                stalled,
+            },
+        },
+    ))
 }
 
 /// The row of a returned job: its state, its new stall count when counted,

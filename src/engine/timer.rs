@@ -26,10 +26,9 @@ use crate::model::row::Stalls;
 use crate::queue::Queue;
 use crate::runtime::{stats, Call};
 
-use super::books::OnDamage;
 use super::next::ring_due;
 use super::promote::promote_due;
-use super::returns::{max_stalled, return_expired, Sweep};
+use super::returns::{max_stalled, return_expired, OnDamage, Sweep, PASSES};
 
 /// Leases (and due jobs) one firing ends at most; more left sets the timer
 /// for right away.
@@ -262,19 +261,19 @@ fn fire(ctx: &mut Ctx, id: u64) {
 /// lanes back from `P gnext`; whether a batch was full (more may be due).
 fn due_work(q: &Queue) -> Result<bool, crate::model::error::Error> {
     let sweep = Sweep {
-        look: BATCH,
+        look: usize::MAX,
         max: BATCH,
+        passes: PASSES,
         group: None,
         stalls: Stalls {
             count: true,
             max: max_stalled(q, OnDamage::Lenient)?,
         },
-        on_damage: OnDamage::Lenient,
     };
     let returned = return_expired(q, sweep)?;
     q.call
         .count(&stats::JOBS_REAPED_BY_TIMER, returned.ended() as u64);
-    let promoted = promote_due(q, BATCH, OnDamage::Lenient)?;
+    let promoted = promote_due(q, BATCH, PASSES)?;
     q.call
         .count(&stats::JOBS_PROMOTED_BY_TIMER, promoted.promoted as u64);
     // A lane kept in `P gnext` for its rate is met again by `next_time`.

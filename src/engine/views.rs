@@ -7,8 +7,7 @@ use crate::model::layout::Fixed;
 use crate::model::schedule::effective_weight;
 use crate::queue::{stored_int, Queue};
 
-use super::books::OnDamage;
-use super::returns::max_stalled;
+use super::returns::{max_stalled, OnDamage};
 
 /// EMQ.LANE: depth, active, weight, limit (nil when none), paused, how many
 /// times the ring holds it (1 when serviceable; more is damage), its rate,

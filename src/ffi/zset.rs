@@ -100,6 +100,16 @@ impl Key<'_> {
     /// collecting them (an operator's walk of a large set). `f` must not
     /// write this key.
     pub fn zset_for_each(&self, mut f: impl FnMut(RStr, f64)) {
+        self.zset_walk(f64::INFINITY, |member, score| {
+            f(member, score);
+            true
+        });
+    }
+
+    /// Calls `f` with the members scored `<= max`, lowest first (ZPOPMIN
+    /// order), until it returns `false`: a sweep reads only as far as it
+    /// goes. `f` may read other keys, never write this one.
+    pub fn zset_walk(&self, max: f64, mut f: impl FnMut(RStr, f64) -> bool) {
         if !self.is_open() || self.kind() != Kind::Zset {
             return;
         }
@@ -107,7 +117,7 @@ impl Key<'_> {
         // SAFETY: an open zset key; the range is stopped before returning,
         // and `f` cannot reach this handle's writes (it gets owned strings).
         unsafe {
-            if api!(RedisModule_ZsetFirstInScoreRange)(key, f64::NEG_INFINITY, f64::INFINITY, 0, 0)
+            if api!(RedisModule_ZsetFirstInScoreRange)(key, f64::NEG_INFINITY, max, 0, 0)
                 != raw::REDISMODULE_OK as c_int
             {
                 return;
@@ -115,11 +125,11 @@ impl Key<'_> {
             while api!(RedisModule_ZsetRangeEndReached)(key) == 0 {
                 let mut score = 0f64;
                 let ele = api!(RedisModule_ZsetRangeCurrentElement)(key, &mut score);
-                match RStr::own(ele) {
+                let go_on = match RStr::own(ele) {
                     Some(s) => f(s, score),
-                    None => break,
-                }
-                if api!(RedisModule_ZsetRangeNext)(key) == 0 {
+                    None => false,
+                };
+                if !go_on || api!(RedisModule_ZsetRangeNext)(key) == 0 {
                     break;
                 }
             }

@@ -55,6 +55,9 @@ pub static STRAYS: Counter = Counter::new();
 /// Leases and schedule entries whose row was missing or elsewhere: removed
 /// and nothing else written.
 pub static ENTRIES_DROPPED: Counter = Counter::new();
+/// Expired leases, due jobs and dead jobs a sweep met and left where they
+/// were because their lane's state is damaged (each time it met one).
+pub static ENTRIES_KEPT: Counter = Counter::new();
 /// Clients waiting in a claim's BLOCK now.
 pub static BLOCKED: Counter = Counter::new();
 /// Head lanes a claim found throttled by their rate (out of the ring, into
@@ -67,7 +70,7 @@ pub static TIMERS: Counter = Counter::new();
 pub static TIMER_FIRINGS: Counter = Counter::new();
 
 /// `INFO emq` counters, in order.
-pub fn fields() -> [(&'static str, u64); 24] {
+pub fn fields() -> [(&'static str, u64); 25] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -89,6 +92,7 @@ pub fn fields() -> [(&'static str, u64); 24] {
         ("lanes_returned", LANES_RETURNED.get()),
         ("strays", STRAYS.get()),
         ("entries_dropped", ENTRIES_DROPPED.get()),
+        ("entries_kept", ENTRIES_KEPT.get()),
         ("blocked_clients", BLOCKED.get()),
         ("timers", TIMERS.get()),
         ("timer_firings", TIMER_FIRINGS.get()),

@@ -25,7 +25,6 @@ use crate::model::schedule::ClaimKind;
 use crate::queue::Queue;
 use crate::runtime::{config, stats};
 
-use super::books::OnDamage;
 use super::next;
 use super::returns::{self, Sweep};
 use super::timer;
@@ -161,14 +160,14 @@ impl<'q> Claim<'q> {
         }
         let max = config::reap_on_claim();
         let sweep = Sweep {
-            look: max,
+            look: usize::MAX,
             max,
+            passes: max,
             group: None,
             stalls: Stalls {
                 count: true,
-                max: returns::max_stalled(self.q, OnDamage::Lenient)?,
+                max: returns::max_stalled(self.q, returns::OnDamage::Lenient)?,
             },
-            on_damage: OnDamage::Lenient,
         };
         let returned = returns::return_expired(self.q, sweep)?;
         self.q
