@@ -3,7 +3,7 @@
 //! (flags, arity, `COMMAND DOCS`). `lib.rs` registers what is here;
 //! docs/commands.md describes the same table (a test keeps them in step).
 
-use crate::commands::{claim, dead, jobs, lanes, operate, queue, sweep, Handler};
+use crate::commands::{claim, dead, jobs, lanes, operate, queue, stats, sweep, Handler};
 use crate::ffi::docs::{ArgDoc, ArgKind, CommandSpec};
 use crate::ffi::{Argv, Ctx, Reply};
 use crate::model::error::Error;
@@ -87,6 +87,22 @@ const REPAIR_LANES: &[ArgDoc] = &[
         "LANES",
         "batch",
         ArgKind::Block(&[arg("numlanes", ArgKind::Int), many("lane", ArgKind::Str)]),
+    ),
+];
+
+const BY_ORDER: &[ArgDoc] = &[
+    keyed("OLDEST", "oldest", ArgKind::Token),
+    keyed("WAIT", "wait", ArgKind::Token),
+    keyed("JOBS", "jobs", ArgKind::Token),
+    keyed("BUSY", "busy", ArgKind::Token),
+];
+const STATS_WHAT: &[ArgDoc] = &[
+    LANE,
+    keyed("LANE", "lane", ArgKind::Str),
+    keyed("RESET", "reset", ArgKind::Token),
+    arg(
+        "top",
+        ArgKind::Block(&[COUNT, optional(keyed("BY", "order", ArgKind::OneOf(BY_ORDER)))]),
     ),
 ];
 
@@ -213,6 +229,9 @@ pub const COMMANDS: &[Command] = &[
     reader("emq.lanes", Replies(operate::lanes), -3, &[PREFIX, arg("cursor", ArgKind::Int), COUNT],
         "Iterates the queue's lanes as SCAN iterates keys: every lane with pending jobs, leases, a weight, a ceiling or a pause is returned at least once.",
         "O(1) for every call, about COUNT work; O(N) for a complete iteration."),
+    reader("emq.stats", Replies(stats::stats), -2, &[PREFIX, optional(arg("what", ArgKind::OneOf(STATS_WHAT)))],
+        "Shows the per-lane figures kept in memory: turns, jobs, the clamp that decided each turn, waits, busy time and shares, for one lane or the queue's top lanes; RESET forgets them.",
+        "O(L) for the L lanes of the queue tracked."),
     command("emq.repair", Replies(operate::repair), "write", -3, &[PREFIX, arg("lanes", ArgKind::OneOf(REPAIR_LANES)), optional(keyed("DRYRUN", "dryrun", ArgKind::Token))],
         "Re-derives lanes' ring membership and active counts from their pending sets and the leases whose rows name them.",
         "O(R + L + N) for a ring of R lanes, L leases and N lanes repaired.", false),

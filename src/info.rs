@@ -36,6 +36,13 @@ fn build(ctx: &InfoContext) -> RedisResult<()> {
     for (name, value) in stats::fields() {
         section = section.field(name, value)?;
     }
+    let (lanes, leases, bytes) = crate::engine::figures::info();
+    section = section
+        .field("stats_window", config::stats_window() as u64)?
+        .field("stats_lanes_max", config::stats_lanes() as u64)?
+        .field("stats_lanes", lanes as u64)?
+        .field("stats_leases", leases as u64)?
+        .field("stats_bytes", bytes as u64)?;
     section.build_section()?.build_info()?;
     Ok(())
 }

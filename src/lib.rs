@@ -87,6 +87,7 @@ mod module {
 
     fn deinit(ctx: &Context) -> Status {
         crate::ffi::with_module_ctx(ctx, crate::engine::timer::stop_all);
+        crate::engine::figures::clear();
         crate::ffi::release_constants();
         crate::ffi::release_names();
         // Back to the default hook: ours must not outlive the unloaded module.
@@ -106,6 +107,8 @@ mod module {
             i64: [
                 [config::MAX_CLAIM_NAME, &config::MAX_CLAIM, config::MAX_CLAIM_DEFAULT, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
                 [config::REAP_ON_CLAIM_NAME, &config::REAP_ON_CLAIM, config::REAP_ON_CLAIM_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
+                [config::STATS_WINDOW_NAME, &config::STATS_WINDOW, config::STATS_WINDOW_DEFAULT, 10, 86_400_000, ConfigurationFlags::DEFAULT, None],
+                [config::STATS_LANES_NAME, &config::STATS_LANES, config::STATS_LANES_DEFAULT, 0, 10_000_000, ConfigurationFlags::DEFAULT, None],
             ],
             string: [
                 [config::JOB_KIND_NAME, &config::JOB_KIND, config::JOB_KIND_DEFAULT, ConfigurationFlags::DEFAULT, None],

@@ -258,7 +258,7 @@ fn an_emq_acl_category_where_the_server_has_custom_categories() {
     let members: BTreeSet<String> = c.ok(&["ACL", "CAT", "emq"]).texts().into_iter().collect();
     assert_eq!(
         members.len(),
-        26,
+        27,
         "every client command, not EMQ.TURN: {members:?}"
     );
     assert!(!members.contains("emq.turn"));

@@ -8,6 +8,7 @@ pub mod jobs;
 pub mod lanes;
 pub mod operate;
 pub mod queue;
+pub mod stats;
 pub mod sweep;
 
 use crate::ffi::{Argv, Reply};

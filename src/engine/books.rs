@@ -115,8 +115,11 @@ impl<'q> Books<'q> {
         self.kept
     }
 
-    /// One of the lane's leases ended: its count drops by one.
-    pub fn lease_ended(&mut self, i: usize) {
+    /// The lease of `job`, one of the lane's, ended (expired at
+    /// `deadline`): its count drops by one, and the figures count the time
+    /// its job used.
+    pub fn lease_ended(&mut self, i: usize, job: &[u8], deadline: i64) {
+        super::figures::lease_ended(self.q, self.books[i].lane.bytes(), job, deadline);
         let b = &mut self.books[i];
         b.now.active -= 1;
         b.count_changed = true;

@@ -117,6 +117,7 @@ fn apply_leave(q: &Queue, job: Arg, leave: Leave) -> Result<(), Error> {
         Leave::Lease { lane } => {
             q.zrem(q.leases()?, &[job], c"zrem");
             if let Some(lane) = lane {
+                super::figures::lease_ended(q, lane.name.bytes(), job.bytes(), q.ctx.now_ms());
                 q.set_count(q.active()?, lane.name.as_arg(), lane.active - 1);
                 if let Some(before) = lane.ceiled {
                     let after = Lane {

@@ -8,11 +8,13 @@
 //! - `lanes`: lane and queue administration; `rate`: rates and timed
 //!   pauses; `next`: the lanes that come back from `P gnext` by themselves;
 //! - `dead`: dead letters; `views`, `scan`: seeing a queue; `repair`;
-//! - `counts`: EchoMQ's completed and failed counters.
+//! - `counts`: EchoMQ's completed and failed counters;
+//! - `figures`: the per-lane figures, recorded and seen (EMQ.STATS).
 
 pub mod books;
 pub mod counts;
 pub mod dead;
+pub mod figures;
 pub mod jobs;
 pub mod lanes;
 pub mod next;

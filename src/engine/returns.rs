@@ -116,7 +116,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     let now = q.ctx.now_ms() as f64;
     // ---- read ----
     let mut books = Books::new(q);
-    // Each lease with its deadline.
+    // Each lease with its deadline (where its job's time ends).
     let mut ends: Vec<(RStr, i64, End)> = Vec::new();
     let mut failed = None;
     let mut looked = 0usize;
@@ -144,7 +144,10 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     } else {
         None
     };
-    let deaths = ends.iter().filter(|(_, _, e)| matches!(e, End::Dies { .. })).count();
+    let deaths = ends
+        .iter()
+        .filter(|(_, _, e)| matches!(e, End::Dies { .. }))
+        .count();
     let graves = if deaths > 0 {
         Some((q.dead()?, super::counts::failed_count(q, deaths as i64)?))
     } else {
@@ -157,14 +160,14 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     let mut out = Returned::default();
     let mut flat_back: Vec<Arg> = Vec::new();
     let mut buried: Vec<Arg> = Vec::new();
-    for (job, _, end) in &ends {
+    for (job, deadline, end) in &ends {
         match end {
             End::Dropped => {}
             End::Back { row, book, stalled } => {
                 write_row(q, *row, State::Pending, *stalled, None);
                 match book {
                     Some(b) => {
-                        books.lease_ended(*b);
+                        books.lease_ended(*b, job.bytes(), *deadline);
                         books.add(*b, job.clone());
                     }
                     None => flat_back.push(job.as_arg()),
@@ -173,7 +176,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
             End::Dies { row, book, stalled } => {
                 write_row(q, *row, State::Dead, Some(*stalled), Some(word(Word::Stalled)));
                 if let Some(b) = book {
-                    books.lease_ended(*b);
+                    books.lease_ended(*b, job.bytes(), *deadline);
                 }
                 buried.push(job.as_arg());
             }

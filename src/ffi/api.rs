@@ -66,6 +66,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_ReplyWithError,
         RedisModule_ReplyWithNull,
         RedisModule_ReplyWithMap,
+        RedisModule_ReplyWithDouble,
         RedisModule_WrongArity,
         RedisModule_Replicate,
         RedisModule_ReplicateVerbatim,

@@ -10,6 +10,8 @@ use crate::model::error::Error;
 pub enum Reply {
     Ok,
     Int(i64),
+    /// A double in RESP3, a bulk string in RESP2.
+    Double(f64),
     Owned(RStr),
     Bytes(Vec<u8>),
     Null,
@@ -37,6 +39,9 @@ impl Ctx {
                 }
                 Reply::Int(v) => {
                     api!(RedisModule_ReplyWithLongLong)(ctx, *v);
+                }
+                Reply::Double(v) => {
+                    api!(RedisModule_ReplyWithDouble)(ctx, *v);
                 }
                 Reply::Owned(s) => {
                     api!(RedisModule_ReplyWithString)(ctx, s.ptr);

@@ -143,7 +143,7 @@ proptest! {
             throttled: false,
         };
         match head_turn(&head, claim, max_claim) {
-            Turn::Serve { k, lane: served } => {
+            Turn::Serve { k, lane: served, .. } => {
                 prop_assert!(!head.name_empty && lane.serviceable());
                 prop_assert_eq!(served, Lane { paused: false, ..lane });
                 prop_assert!(k >= 1 && k as u64 <= lane.depth && k <= max_claim);
@@ -158,6 +158,7 @@ proptest! {
             }
             Turn::Skip(_) => prop_assert!(!head.name_empty && !sound),
             Turn::Drop => prop_assert!(head.name_empty || !lane.serviceable()),
+            Turn::Full => prop_assert!(lane.limit.is_some_and(|lim| lane.active >= lim) && sound),
             Turn::Throttle { .. } => prop_assert!(false, "throttled without a rate"),
         }
     }

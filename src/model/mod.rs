@@ -6,9 +6,11 @@
 //! - `layout`: EchoMQ's key names;
 //! - `rate`: a lane's rate (GCRA), its bound and its next start;
 //! - `schedule`: serviceability, the turn's `K`, the ring's moves;
-//! - `row`: a job row's decisions (lease a head? die of stalls?).
+//! - `row`: a job row's decisions (lease a head? die of stalls?);
+//! - `figures`: the per-lane figures (turns, clamps, waits, busy time).
 
 pub mod error;
+pub mod figures;
 pub mod grammar;
 pub mod layout;
 pub mod rate;

@@ -116,21 +116,71 @@ pub struct Head {
 /// A lane's rate as a claim reads it.
 pub type RateRead = Result<Option<(Rate, Option<i64>)>, ()>;
 
+/// The clamp that decided a turn's K (SPEC section 8, the seed's "the
+/// minimum wins"): of the bounds a turn takes the least of, the first in
+/// this order that equals K. A turn at its ceiling or throttled serves
+/// nothing under that clamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clamp {
+    Weight,
+    Depth,
+    Ceiling,
+    Rate,
+    MaxClaim,
+    /// EMQ.CLAIM: K is 1 by the command.
+    One,
+}
+
+impl Clamp {
+    pub const ALL: [Clamp; 6] = [
+        Clamp::Weight,
+        Clamp::Depth,
+        Clamp::Ceiling,
+        Clamp::Rate,
+        Clamp::MaxClaim,
+        Clamp::One,
+    ];
+
+    /// Its name in replies and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Clamp::Weight => "weight",
+            Clamp::Depth => "depth",
+            Clamp::Ceiling => "ceiling",
+            Clamp::Rate => "rate",
+            Clamp::MaxClaim => "max-claim",
+            Clamp::One => "one",
+        }
+    }
+}
+
+/// The clamp that decided `k` of `bounds` (each a clamp and its bound, if it
+/// applies, in [`Clamp::ALL`]'s order; `k` is the least of them).
+fn deciding(bounds: &[(Clamp, Option<i64>)], k: i64) -> Clamp {
+    bounds
+        .iter()
+        .find_map(|(clamp, bound)| (*bound == Some(k)).then_some(*clamp))
+        .unwrap_or(Clamp::Depth)
+}
+
 /// What one claim turn does with the lane at the head of the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
-    /// It cannot be served (empty name, empty, paused, no headroom): it leaves
-    /// the ring and nothing is served.
+    /// It cannot be served (empty name, empty, paused): it leaves the ring
+    /// and nothing is served.
     Drop,
+    /// It is at (or past) its ceiling: it leaves the ring and nothing is
+    /// served (a turn the ceiling decided, with 0 jobs).
+    Full,
     /// Its own state is damaged: it rotates to the tail untouched and nothing
     /// is served.
     Skip(Damage),
     /// Its rate allows no start now: it leaves the ring for `P gnext`, to
     /// come back at `until` (ms), and nothing is served.
     Throttle { until: i64 },
-    /// Serve up to `k` heads (fewer when some are strays). The ring rotates
-    /// first.
-    Serve { k: i64, lane: Lane },
+    /// Serve up to `k` heads (fewer when some are strays), `clamp` having
+    /// decided `k`. The ring rotates first.
+    Serve { k: i64, clamp: Clamp, lane: Lane },
 }
 
 /// One claim turn for the head lane, its checks in the order `@gwclaim`
@@ -165,8 +215,9 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
     };
     let mut k = serve_count(want, depth, limit, active);
     if k <= 0 {
-        return Turn::Drop;
+        return Turn::Full;
     }
+    let mut allowed = None;
     match head.rate {
         Err(()) => return Turn::Skip(Damage::Rate),
         Ok(None) => {}
@@ -176,14 +227,37 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
                     until: rate.next_start_ms(tat.unwrap_or(head.now_us)),
                 }
             }
-            allowed => k = k.min(allowed),
+            n => {
+                k = k.min(n);
+                allowed = Some(n);
+            }
         },
     }
     if active.checked_add(k).is_none() {
         return Turn::Skip(Damage::Active);
     }
+    let depth_bound = i64::try_from(depth).unwrap_or(i64::MAX);
+    let headroom = limit.map(|lim| lim.saturating_sub(active));
+    let clamp = match claim {
+        ClaimKind::One => Clamp::One,
+        _ => {
+            let weight = match claim {
+                ClaimKind::Weighted => Some(effective_weight(weight)),
+                _ => None,
+            };
+            let bounds = [
+                (Clamp::Weight, weight),
+                (Clamp::Depth, Some(depth_bound)),
+                (Clamp::Ceiling, headroom),
+                (Clamp::Rate, allowed),
+                (Clamp::MaxClaim, Some(cap)),
+            ];
+            deciding(&bounds, k)
+        }
+    };
     Turn::Serve {
         k,
+        clamp,
         lane: Lane {
             depth,
             active,

@@ -25,6 +25,12 @@ impl<'c> Call<'c> {
         }
     }
 
+    /// Whether the call records the per-lane figures (SPEC section 8: as
+    /// `INFO emq` counts, a replica or an AOF load records nothing).
+    pub fn records(&self) -> bool {
+        self.counts
+    }
+
     pub fn count(&self, counter: &Counter, n: u64) {
         if self.counts && n > 0 {
             counter.add(n);

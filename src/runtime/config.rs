@@ -28,6 +28,24 @@ pub fn reap_on_claim() -> usize {
     usize::try_from(REAP_ON_CLAIM.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
+/// `emq.stats-window` (default 60000 ms): the sliding window of the
+/// per-lane figures (EMQ.STATS), kept at a resolution of a tenth of it.
+pub static STATS_WINDOW: AtomicI64 = AtomicI64::new(STATS_WINDOW_DEFAULT);
+pub const STATS_WINDOW_DEFAULT: i64 = 60_000;
+
+pub fn stats_window() -> i64 {
+    STATS_WINDOW.load(Ordering::Relaxed).max(10)
+}
+
+/// `emq.stats-lanes` (default 100000): the most lanes the figures track on
+/// this server (the lane idle longest dropped first); 0 tracks none.
+pub static STATS_LANES: AtomicI64 = AtomicI64::new(STATS_LANES_DEFAULT);
+pub const STATS_LANES_DEFAULT: i64 = 100_000;
+
+pub fn stats_lanes() -> usize {
+    usize::try_from(STATS_LANES.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
 enum_configuration! {
     /// `emq.replicate`: `effects` (the default: replicas and AOF readers
     /// need no module) or `command` (a served claim replicates as one
@@ -119,7 +137,16 @@ pub const MAX_CLAIM_NAME: &str = "max-claim";
 pub const REAP_ON_CLAIM_NAME: &str = "reap-on-claim";
 pub const JOB_KIND_NAME: &str = "job-kind";
 pub const REPLICATE_NAME: &str = "replicate";
-pub const NAMES: [&str; 4] = [MAX_CLAIM_NAME, REAP_ON_CLAIM_NAME, JOB_KIND_NAME, REPLICATE_NAME];
+pub const STATS_WINDOW_NAME: &str = "stats-window";
+pub const STATS_LANES_NAME: &str = "stats-lanes";
+pub const NAMES: [&str; 6] = [
+    MAX_CLAIM_NAME,
+    REAP_ON_CLAIM_NAME,
+    JOB_KIND_NAME,
+    REPLICATE_NAME,
+    STATS_WINDOW_NAME,
+    STATS_LANES_NAME,
+];
 
 /// `loadmodule`'s arguments after the path: config names each followed by
 /// its value, and the test hook `debug-panic`. Whether the hook was given,

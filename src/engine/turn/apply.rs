@@ -6,11 +6,11 @@ use smallvec::SmallVec;
 
 use crate::ffi::{word, Arg, Class, RStr, Reply, Word};
 use crate::model::error::{quote, Error};
-use crate::model::schedule::{ring_change, Lane, RingChange};
+use crate::model::schedule::{ring_change, Clamp, Lane, RingChange};
 use crate::queue::Score;
 use crate::runtime::{config, stats};
 
-use crate::engine::rate;
+use crate::engine::{figures, rate};
 
 use super::plan::{Plan, Serving, StrayTo};
 use super::{claim_reply, Claim, Served};
@@ -24,6 +24,11 @@ impl<'q> Claim<'q> {
                 q.lpop(self.ring);
                 Ok(None)
             }
+            Plan::Full => {
+                q.lpop(self.ring);
+                figures::turn(q, lane.bytes(), Clamp::Ceiling, &[]);
+                Ok(None)
+            }
             Plan::Skip(damage) => {
                 q.rotate(self.ring);
                 q.call.count(&stats::LANES_SKIPPED, 1);
@@ -35,10 +40,11 @@ impl<'q> Claim<'q> {
                 q.lpop(self.ring);
                 rate::wait_until(q, next, lane.as_arg(), until);
                 q.call.count(&stats::LANES_THROTTLED, 1);
+                figures::turn(q, lane.bytes(), Clamp::Rate, &[]);
                 Ok(None)
             }
             Plan::Serve(s) => {
-                let (k, leaves) = (s.k, s.leaves);
+                let (k, leaves, clamp) = (s.k, s.leaves, s.clamp);
                 // Opened (and permission-checked) before the first write.
                 let rate = match s.rate {
                     Some(after) => {
@@ -75,6 +81,16 @@ impl<'q> Claim<'q> {
                 }
                 q.call.count(&stats::CLAIMS, 1);
                 q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);
+                {
+                    let jobs: SmallVec<[figures::Served; 4]> = served
+                        .iter()
+                        .map(|s| figures::Served {
+                            job: s.job.bytes(),
+                            first: s.attempts == 1,
+                        })
+                        .collect();
+                    figures::turn(q, lane.bytes(), clamp, &jobs);
+                }
                 crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
                 Ok(Some(claim_reply(self.kind, lane, served)))
             }

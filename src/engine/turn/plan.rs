@@ -10,7 +10,7 @@ use crate::model::error::Error;
 use crate::model::grammar::parse_i64;
 use crate::model::rate::{parse_tat, Rate};
 use crate::model::row::{head_fate, Fate, Home};
-use crate::model::schedule::{self, Damage, Head, Lane, RateRead, Stored, Turn};
+use crate::model::schedule::{self, Clamp, Damage, Head, Lane, RateRead, Stored, Turn};
 use crate::runtime::config;
 
 use super::Claim;
@@ -24,6 +24,8 @@ const STRAY_BUDGET: usize = 1000;
 #[allow(clippy::large_enum_variant)]
 pub enum Plan<'q> {
     Drop,
+    /// At its ceiling: dropped as [`Plan::Drop`], a turn the ceiling decided.
+    Full,
     Skip(Damage),
     /// Its rate allows no start now: out of the ring, into `P gnext` until
     /// `until` (ms).
@@ -44,6 +46,8 @@ pub struct Serving<'q> {
     pub pending: Key<'q>,
     /// The turn's K (what a replica replays).
     pub k: i64,
+    /// What decided K.
+    pub clamp: Clamp,
     /// Leased, in ZPOPMIN order.
     pub leased: SmallVec<[Leased<'q>; 4]>,
     pub strays: SmallVec<[Stray<'q>; 2]>,
@@ -141,11 +145,12 @@ impl<'q> Claim<'q> {
             rate: self.rate(lane_arg),
             now_us: self.q.ctx.now_ms().saturating_mul(1000),
         };
-        let (k, state) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
+        let (k, clamp, state) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
             Turn::Drop => return Ok(Plan::Drop),
+            Turn::Full => return Ok(Plan::Full),
             Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
             Turn::Throttle { until } => return Ok(Plan::Throttle { until }),
-            Turn::Serve { k, lane } => (k, lane),
+            Turn::Serve { k, clamp, lane } => (k, clamp, lane),
         };
         let Some((leased, strays)) = self.take_heads(name, pending, k, state.depth)? else {
             return Ok(Plan::Skip(Damage::Attempts));
@@ -166,6 +171,7 @@ impl<'q> Claim<'q> {
         Ok(Plan::Serve(Serving {
             pending,
             k,
+            clamp,
             new_active: state.active + leased.len() as i64,
             leaves: throttled || schedule::leaves_after(&state, consumed, leased.len() as i64),
             leased,

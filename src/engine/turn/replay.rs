@@ -43,6 +43,8 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
     let serving = Serving {
         pending,
         k,
+        // Not recorded: a replica counts nothing (SPEC section 8).
+        clamp: crate::model::schedule::Clamp::Depth,
         new_active,
         leaves,
         leased,

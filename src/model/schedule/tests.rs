@@ -66,7 +66,7 @@ fn each_claim_asks_for_its_own_share() {
     );
     assert_eq!(
         head_turn(&head(9, 6, Some(6), 1), ClaimKind::One, 1000),
-        Turn::Drop,
+        Turn::Full,
         "a plain claim never leases past the ceiling either"
     );
 }
@@ -84,14 +84,14 @@ fn lanes_that_cannot_be_served_are_dropped() {
     let w = ClaimKind::Weighted;
     assert_eq!(
         head_turn(&head(5, 4, Some(4), 3), w, 1000),
-        Turn::Drop,
+        Turn::Full,
         "at its ceiling"
     );
-    assert_eq!(head_turn(&head(5, 7, Some(4), 3), w, 1000), Turn::Drop, "past it");
+    assert_eq!(head_turn(&head(5, 7, Some(4), 3), w, 1000), Turn::Full, "past it");
     assert_eq!(head_turn(&head(0, 0, None, 3), w, 1000), Turn::Drop, "empty");
     assert_eq!(
         head_turn(&head(5, 0, Some(0), 3), w, 1000),
-        Turn::Drop,
+        Turn::Full,
         "a ceiling of 0"
     );
     let paused = Head {
@@ -278,4 +278,58 @@ fn a_rate_clamps_k_and_throttles_when_it_allows_none() {
         ),
         Turn::Drop
     );
+}
+
+fn clamp_of(turn: Turn) -> Clamp {
+    match turn {
+        Turn::Serve { clamp, .. } => clamp,
+        other => panic!("expected a served turn, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_clamp_that_decided_k_is_the_first_least_bound() {
+    let (w, b) = (ClaimKind::Weighted, ClaimKind::Batch);
+    assert_eq!(
+        clamp_of(head_turn(&head(9, 0, Some(9), 2), w, 1000)),
+        Clamp::Weight
+    );
+    assert_eq!(
+        clamp_of(head_turn(&head(2, 0, Some(9), 5), w, 1000)),
+        Clamp::Depth
+    );
+    assert_eq!(
+        clamp_of(head_turn(&head(9, 7, Some(9), 5), w, 1000)),
+        Clamp::Ceiling
+    );
+    assert_eq!(clamp_of(head_turn(&head(9, 0, None, 50), w, 4)), Clamp::MaxClaim);
+    assert_eq!(clamp_of(head_turn(&head(9, 0, None, 1), b, 4)), Clamp::MaxClaim);
+    assert_eq!(
+        clamp_of(head_turn(&head(3, 0, None, 1), b, 4)),
+        Clamp::Depth,
+        "BCLAIM reads no weight"
+    );
+    assert_eq!(
+        clamp_of(head_turn(&head(9, 0, Some(9), 3), ClaimKind::One, 1000)),
+        Clamp::One
+    );
+    // Ties go to the first in the order weight, depth, ceiling, rate, max-claim.
+    assert_eq!(clamp_of(head_turn(&head(3, 0, Some(3), 3), w, 3)), Clamp::Weight);
+    assert_eq!(
+        clamp_of(head_turn(&head(3, 6, Some(9), 5), w, 1000)),
+        Clamp::Depth
+    );
+    assert_eq!(clamp_of(head_turn(&head(9, 6, Some(9), 5), b, 3)), Clamp::Ceiling);
+    let rate = crate::model::rate::Rate::parse(b"2 100 2").unwrap();
+    let rated = Head {
+        rate: Ok(Some((rate, None))),
+        ..head(9, 0, None, 5)
+    };
+    assert_eq!(clamp_of(head_turn(&rated, w, 1000)), Clamp::Rate);
+    assert_eq!(
+        clamp_of(head_turn(&rated, w, 2)),
+        Clamp::Rate,
+        "a tie with max-claim"
+    );
+    assert_eq!(head_turn(&head(9, 9, Some(9), 5), w, 1000), Turn::Full);
 }

@@ -1,0 +1,72 @@
+//! The per-lane figures (SPEC section 8; docs/commands.md, "EMQ.STATS"),
+//! recorded where a turn is decided and where a lease ends, into a store in
+//! this server's memory: nothing in the keyspace, nothing written or
+//! replicated, and nothing recorded by a replica or an AOF load (their calls
+//! do not count). The arithmetic is `model::figures`; `view.rs` answers
+//! EMQ.STATS.
+
+mod view;
+
+use std::cell::RefCell;
+
+use crate::model::figures::{Clock, Store};
+use crate::model::schedule::Clamp;
+use crate::queue::Queue;
+use crate::runtime::config;
+
+pub use crate::model::figures::Served;
+pub use view::{lane_stats, queue_stats, By};
+
+thread_local! {
+    static STORE: RefCell<Store> = RefCell::new(Store::default());
+}
+
+fn clock(q: &Queue) -> Clock {
+    Clock::new(q.ctx.now_ms(), config::stats_window())
+}
+
+/// A claim turn on `lane`: decided by `clamp`, it leased `served` (none: a
+/// turn at its ceiling or throttled).
+pub fn turn(q: &Queue, lane: &[u8], clamp: Clamp, served: &[Served]) {
+    if !q.call.records() {
+        return;
+    }
+    let (at, clock) = ((q.ctx.db(), q.prefix_bytes), clock(q));
+    STORE.with(|s| {
+        s.borrow_mut()
+            .turn(at, lane, clock, clamp, served, config::stats_lanes())
+    });
+}
+
+/// The lease of `job`, of `lane`, ended at `end_ms` (its deadline for an
+/// expired one): the worker time its job used, if the module granted it
+/// (docs/commands.md, "EMQ.STATS": from the turn's previous end).
+pub fn lease_ended(q: &Queue, lane: &[u8], job: &[u8], end_ms: i64) -> Option<u64> {
+    if !q.call.records() {
+        return None;
+    }
+    let (at, clock) = ((q.ctx.db(), q.prefix_bytes), clock(q));
+    STORE.with(|s| s.borrow_mut().lease_ended(at, lane, job, end_ms, clock))
+}
+
+/// EMQ.STATS P RESET.
+pub fn reset(q: &Queue) {
+    STORE.with(|s| s.borrow_mut().reset(q.ctx.db(), q.prefix_bytes));
+}
+
+/// `INFO emq`: lanes and leases tracked, and the bytes the figures hold.
+pub fn info() -> (usize, usize, usize) {
+    STORE.with(|s| {
+        let s = s.borrow();
+        (s.lanes_tracked(), s.leases_tracked(), s.bytes())
+    })
+}
+
+/// Forgets every figure (at unload: an unloaded module keeps nothing).
+pub fn clear() {
+    STORE.with(|s| s.borrow_mut().clear());
+}
+
+fn with<R>(f: impl FnOnce(&Store) -> R) -> R {
+    STORE.with(|s| f(&s.borrow()))
+}
