@@ -99,6 +99,11 @@ const BY_ORDER: &[ArgDoc] = &[
 const STATS_WHAT: &[ArgDoc] = &[
     LANE,
     keyed("LANE", "lane", ArgKind::Str),
+    keyed(
+        "LANES",
+        "batch",
+        ArgKind::Block(&[arg("numlanes", ArgKind::Int), many("lane", ArgKind::Str)]),
+    ),
     keyed("RESET", "reset", ArgKind::Token),
     arg(
         "top",

@@ -368,6 +368,39 @@ fn a_sweep_passes_over_at_most_ten_thousand_damaged_entries() {
     assert_eq!(row(&mut c, P, &y_due[0], "state").as_deref(), Some("scheduled"));
 }
 
+/// A queue-wide key of another type is the sweep's error, not one lane's
+/// damage, and a refused sweep counts nothing it would have kept.
+#[test]
+fn a_sweep_refuses_a_queue_wide_key_of_another_type_and_counts_nothing() {
+    for key in ["gactive", "glimit"] {
+        let server = Server::start();
+        let mut c = server.conn();
+        placed(&mut c, "a", 1, 1, "active", "1");
+        placed(&mut c, "a", 10, 1, "schedule", "1");
+        let name = format!("{P}{key}");
+        c.ok(&["DEL", &name]);
+        c.ok(&["SET", &name, "clobbered"]);
+        let before = support::replication::digest(&mut c);
+        for cmd in [&["EMQ.REAP", P][..], &["EMQ.PROMOTE", P], &["EMQ.STATS", P, "a"]] {
+            let e = c.cmd(cmd).unwrap_err();
+            assert!(e.starts_with("WRONGTYPE"), "{key} {cmd:?}: {e}");
+        }
+        assert_eq!(support::replication::digest(&mut c), before, "{key}");
+        assert_eq!(emq_stat(&mut c, "entries_kept"), 0, "{key}");
+    }
+    // Lane x damaged, then the sweep refused for P metrics:failed: the
+    // entry it would have kept is not counted.
+    let server = Server::start();
+    let mut c = server.conn();
+    placed(&mut c, "x", 1, 1, "active", "1");
+    hset(&mut c, &format!("{P}gactive"), "x", "many");
+    placed(&mut c, "y", 1, 1, "active", "2");
+    c.ok(&["SET", &format!("{P}metrics:failed"), "z"]);
+    let e = c.cmd(&["EMQ.REAP", P, "MAXSTALLED", "1"]).unwrap_err();
+    assert!(e.starts_with("WRONGTYPE"), "{e}");
+    assert_eq!(emq_stat(&mut c, "entries_kept"), 0);
+}
+
 /// The module's own sweeps keep the same rule: a claim's expired-first
 /// returns, the timer's returns and promotions (a waiting worker gets y's job
 /// at its time with 1,000 or 5,000 of x's ahead, past the timer's batch of

@@ -437,6 +437,42 @@ fn the_lanes_idle_longest_go_first_within_emq_stats_lanes() {
     assert_eq!(num(&stats(&mut c, "more"), "turns"), 0, "0 tracks none");
 }
 
+/// The bound holds when leases end after their lanes were dropped, and a
+/// lowered bound (0: none) takes effect at once, for reads too.
+#[test]
+fn a_lowered_bound_holds_at_once_and_for_lease_ends() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut leased = Vec::new();
+    for i in 0..6 {
+        let lane = format!("l{i}");
+        fill(&mut c, P, &lane, 1);
+        leased.extend(claim_turn(&mut c, "600000"));
+    }
+    let tracked = |c: &mut Conn| -> i64 { info_field(c, "emq", "emq_stats_lanes").unwrap().parse().unwrap() };
+    assert_eq!(tracked(&mut c), 6);
+    c.ok(&["CONFIG", "SET", "emq.stats-lanes", "2"]);
+    assert_eq!(tracked(&mut c), 2, "lowered: at once");
+    for (job, _, token, _) in &leased {
+        c.ok(&["EMQ.COMPLETE", P, job, &token.to_string()]);
+        assert!(
+            tracked(&mut c) <= 2,
+            "a lease's end brought a dropped lane back past the bound"
+        );
+    }
+    c.ok(&["CONFIG", "SET", "emq.stats-lanes", "0"]);
+    assert_eq!(tracked(&mut c), 0);
+    assert_eq!(
+        info_field(&mut c, "emq", "emq_stats_leases").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        num(&stats(&mut c, "l5"), "total_leases_ended"),
+        0,
+        "forgotten at once"
+    );
+}
+
 /// The bound docs/commands.md gives for a lane served in one tenth of the
 /// window ("EMQ.STATS", memory).
 const BYTES_PER_LANE: u64 = 600;

@@ -1,7 +1,7 @@
 //! Seeing and mending a queue: EMQ.LANE, EMQ.QUEUE, EMQ.LANES, EMQ.REPAIR.
 
 use crate::ffi::{Arg, Argv, Reply};
-use crate::model::error::Error;
+use crate::model::error::{Error, NUMLANES};
 use crate::model::grammar::{self, is_keyword};
 use crate::queue::Queue;
 use crate::runtime::Call;
@@ -44,8 +44,6 @@ pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
         Reply::Array(found.into_iter().map(Reply::Bytes).collect()),
     ]))
 }
-
-const NUMLANES: &str = "an integer from 1 to the number of lanes that follow";
 
 /// The lanes a REPAIR names, and whether it is a dry run and a batch.
 fn parse_repair<'a>(rest: &[Arg<'a>]) -> Result<(Vec<Arg<'a>>, bool, bool), Error> {

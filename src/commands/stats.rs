@@ -2,8 +2,8 @@
 //! "EMQ.STATS") — one lane's, the queue's with its top lanes, or RESET.
 
 use crate::ffi::{Argv, Reply};
-use crate::model::error::Error;
-use crate::model::grammar::is_keyword;
+use crate::model::error::{Error, NUMLANES};
+use crate::model::grammar::{self, is_keyword};
 use crate::queue::Queue;
 use crate::runtime::Call;
 
@@ -14,10 +14,11 @@ use super::args::{self, Args};
 /// The lanes the queue form shows unless COUNT says.
 const DEFAULT_COUNT: usize = 10;
 
-/// `EMQ.STATS P lane` | `EMQ.STATS P LANE lane` | `EMQ.STATS P RESET` |
-/// `EMQ.STATS P [COUNT n] [BY oldest | wait | jobs | busy]`.
+/// `EMQ.STATS P lane` | `EMQ.STATS P LANE lane` | `EMQ.STATS P LANES n
+/// lane …` | `EMQ.STATS P RESET` | `EMQ.STATS P [COUNT n] [BY oldest | wait
+/// | jobs | busy]`.
 pub fn stats<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
-    let mut a = Args::new(argv, 1, 5)?;
+    let mut a = Args::new(argv, 1, usize::MAX)?;
     let prefix = a.prefix(call.ctx.is_cluster())?;
     if a.left() == 1 {
         let q = Queue::new(call, prefix);
@@ -27,6 +28,18 @@ pub fn stats<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
         }
         return figures::lane_stats(&q, a.lane()?.bytes());
     }
+    if a.keyword("LANES") {
+        let n = a.int("numlanes", 1, i64::MAX, NUMLANES)?;
+        let lanes = a.rest();
+        if lanes.len() as i64 != n {
+            return Err(Error::bad_arg("numlanes", NUMLANES));
+        }
+        for lane in &lanes {
+            grammar::lane(lane.bytes())?;
+        }
+        let names: Vec<&[u8]> = lanes.iter().map(|l| l.bytes()).collect();
+        return figures::lanes_stats(&Queue::new(call, prefix), &names);
+    }
     if a.keyword("LANE") {
         let lane = a.lane()?;
         if a.left() > 0 {
@@ -35,6 +48,9 @@ pub fn stats<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
         return figures::lane_stats(&Queue::new(call, prefix), lane.bytes());
     }
     let (mut count, mut by) = (None, None);
+    if a.left() > 4 {
+        return Err(Error::Syntax);
+    }
     while a.left() > 0 {
         if a.left() < 2 {
             return Err(Error::Syntax);

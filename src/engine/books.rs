@@ -30,6 +30,8 @@ struct Book<'q> {
 
 pub struct Books<'q> {
     q: &'q Queue<'q>,
+    /// What the entries are (`expired lease(s)`, …), for the log.
+    what: &'static str,
     books: Vec<Book<'q>>,
     /// Book indices, in the order their lanes join the ring.
     joins: Vec<usize>,
@@ -40,9 +42,12 @@ pub struct Books<'q> {
 }
 
 impl<'q> Books<'q> {
-    pub fn new(q: &'q Queue<'q>) -> Books<'q> {
+    /// The books of a sweep of `what` (`expired lease(s)`, `due job(s)`,
+    /// `dead job(s)`).
+    pub fn new(q: &'q Queue<'q>, what: &'static str) -> Books<'q> {
         Books {
             q,
+            what,
             books: Vec::new(),
             joins: Vec::new(),
             damaged: Vec::new(),
@@ -63,9 +68,13 @@ impl<'q> Books<'q> {
         }
         let q = self.q;
         if self.books.is_empty() {
-            // A lane taking jobs back may join the ring: its keys are
-            // checked before the command's first write.
+            // A lane taking jobs back may join the ring, and its count
+            // change: those keys are checked before the command's first
+            // write, and one of another type is the queue's damage, not the
+            // lane's.
             q.joinable()?;
+            q.active()?;
+            q.limits()?;
         }
         let name = q.ctx.string(lane);
         let read = q.lane_read(name.as_arg());
@@ -93,12 +102,13 @@ impl<'q> Books<'q> {
         Ok(None)
     }
 
-    /// Counts and logs the entries left in place for their lane's damage;
-    /// `what` names them (`expired lease(s)`, `due job(s)`, `dead job(s)`).
-    pub fn report_kept(&self, what: &str) {
+    /// Counts and logs the entries left in place for their lane's damage
+    /// (once the sweep can no longer fail: from [`Books::write`]).
+    fn report_kept(&self) {
         let Some((lane, damage)) = self.damaged.first() else {
             return;
         };
+        let what = self.what;
         self.q.call.count(&stats::ENTRIES_KEPT, self.kept as u64);
         let (n, lanes) = (self.kept, self.damaged.len());
         self.q.report(|| {
@@ -144,8 +154,11 @@ impl<'q> Books<'q> {
     }
 
     /// The writes: each lane's jobs (`ZADD P g:<lane>:pending 0 …`), each
-    /// changed count, then the ring joins in order, each with its wake.
+    /// changed count, then the ring joins in order, each with its wake; and
+    /// the entries kept for their lane's damage, counted and logged. A sweep
+    /// calls it last, after its own checks, also when it writes nothing.
     pub fn write(self) -> Result<(), Error> {
+        self.report_kept();
         let q = self.q;
         for b in self.books.iter().filter(|b| !b.jobs.is_empty()) {
             let jobs: Vec<Arg> = b.jobs.iter().map(RStr::as_arg).collect();

@@ -31,7 +31,7 @@ pub fn list(q: &Queue, count: usize) -> Result<Reply, Error> {
 /// number revived.
 pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
     let dead = q.dead()?;
-    let mut books = Books::new(q);
+    let mut books = Books::new(q, "dead job(s)");
     let mut back: Vec<(Arg, crate::ffi::Key, Option<usize>)> = Vec::new();
     for job in grammar::distinct(jobs, |a| a.bytes()) {
         if dead.zset_score(job).is_none() {
@@ -50,8 +50,9 @@ pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
         };
         back.push((job, row.key, book));
     }
-    books.report_kept("dead job(s)");
     if back.is_empty() {
+        // Nothing to write: the books report what they kept.
+        books.write()?;
         return Ok(0);
     }
     let flat = match back.iter().any(|b| b.2.is_none()) {

@@ -42,7 +42,7 @@ pub fn promote_due(q: &Queue, max: usize, passes: usize) -> Result<Promoted, Err
         });
     }
     let now = q.ctx.now_ms() as f64;
-    let mut books = Books::new(q);
+    let mut books = Books::new(q, "due job(s)");
     let mut jobs: Vec<(RStr, Due)> = Vec::new();
     let mut failed = None;
     schedule.zset_walk(now, |job, _| {
@@ -56,8 +56,9 @@ pub fn promote_due(q: &Queue, max: usize, passes: usize) -> Result<Promoted, Err
     if let Some(e) = failed {
         return Err(e);
     }
-    books.report_kept("due job(s)");
     if jobs.is_empty() {
+        // Nothing to write: the books report what they kept.
+        books.write()?;
         return Ok(Promoted {
             promoted: 0,
             dropped: 0,

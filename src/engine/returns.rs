@@ -115,7 +115,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     }
     let now = q.ctx.now_ms() as f64;
     // ---- read ----
-    let mut books = Books::new(q);
+    let mut books = Books::new(q, "expired lease(s)");
     // Each lease with its deadline (where its job's time ends).
     let mut ends: Vec<(RStr, i64, End)> = Vec::new();
     let mut failed = None;
@@ -132,8 +132,9 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     if let Some(e) = failed {
         return Err(e);
     }
-    books.report_kept("expired lease(s)");
     if ends.is_empty() {
+        // Nothing to write: the books report what they kept.
+        books.write()?;
         return Ok(Returned::default());
     }
     let flat = if ends

@@ -68,6 +68,8 @@ pub const WEIGHT_RANGE: &str = "an integer >= 1";
 pub const INTEGER: &str = "an integer";
 pub const TIMEOUT_RANGE: &str = "an integer >= 0";
 pub const COUNT_RANGE: &str = "an integer >= 1";
+/// The count of a batch of lanes (`LANES n lane …`).
+pub const NUMLANES: &str = "an integer from 1 to the number of lanes that follow";
 pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";
 pub const DELAY_RANGE: &str = "an integer from 0 to 1099511627776";
 pub const MAX_RANGE: &str = "an integer >= 0";

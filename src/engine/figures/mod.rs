@@ -15,7 +15,7 @@ use crate::queue::Queue;
 use crate::runtime::config;
 
 pub use crate::model::figures::Served;
-pub use view::{lane_stats, queue_stats, By};
+pub use view::{lane_stats, lanes_stats, queue_stats, By};
 
 thread_local! {
     static STORE: RefCell<Store> = RefCell::new(Store::default());
@@ -46,7 +46,10 @@ pub fn lease_ended(q: &Queue, lane: &[u8], job: &[u8], end_ms: i64) -> Option<u6
         return None;
     }
     let (at, clock) = ((q.ctx.db(), q.prefix_bytes), clock(q));
-    STORE.with(|s| s.borrow_mut().lease_ended(at, lane, job, end_ms, clock))
+    STORE.with(|s| {
+        s.borrow_mut()
+            .lease_ended(at, lane, job, (end_ms, clock), config::stats_lanes())
+    })
 }
 
 /// EMQ.STATS P RESET.
@@ -56,10 +59,7 @@ pub fn reset(q: &Queue) {
 
 /// `INFO emq`: lanes and leases tracked, and the bytes the figures hold.
 pub fn info() -> (usize, usize, usize) {
-    STORE.with(|s| {
-        let s = s.borrow();
-        (s.lanes_tracked(), s.leases_tracked(), s.bytes())
-    })
+    with(|s| (s.lanes_tracked(), s.leases_tracked(), s.bytes()))
 }
 
 /// Forgets every figure (at unload: an unloaded module keeps nothing).
@@ -67,6 +67,11 @@ pub fn clear() {
     STORE.with(|s| s.borrow_mut().clear());
 }
 
+/// Reads the store, within the bound in force (`emq.stats-lanes` may have
+/// been lowered since the last record).
 fn with<R>(f: impl FnOnce(&Store) -> R) -> R {
-    STORE.with(|s| f(&s.borrow()))
+    STORE.with(|s| {
+        s.borrow_mut().keep_within(config::stats_lanes());
+        f(&s.borrow())
+    })
 }

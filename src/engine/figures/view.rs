@@ -107,24 +107,30 @@ fn weight_of(weights: Option<crate::ffi::Key>, lane: Arg) -> i64 {
     effective_weight(weights.and_then(|h| stored_int(h, lane, "weight of lane").ok().flatten()))
 }
 
-/// The weight sums a lane's shares are over: the weights of the lanes
-/// served in the window, and of those served since load. A lane not among
-/// them adds its own (`Sums::over`).
-#[derive(Clone, Copy)]
+/// What a lane's shares are over: the whole queue's figures (the window's,
+/// and since load), and the weights of the lanes served in the window and
+/// of those served since load. A lane not among them adds its own
+/// (`Sums::over`).
 struct Sums {
+    all: (Figures, Figures),
     window: i64,
     total: i64,
 }
 
 impl Sums {
-    fn of(q: &Queue, fig: Option<&QueueFigures>) -> Result<Sums, Error> {
+    /// `waits`: the queue's waits summed too (the queue form shows them).
+    fn of(q: &Queue, fig: Option<&QueueFigures>, waits: bool) -> Result<Sums, Error> {
         let clock = clock(q);
         let weights = q.optional(Fixed::Weight, Kind::Hash)?;
-        let mut sums = Sums { window: 0, total: 0 };
+        let mut sums = Sums {
+            all: fig.map(|f| f.sum(clock, waits)).unwrap_or_default(),
+            window: 0,
+            total: 0,
+        };
         for (name, t) in fig.into_iter().flat_map(|f| f.lanes()) {
             let arg = q.ctx.string(name);
             let w = weight_of(weights, arg.as_arg());
-            if t.window(clock).jobs > 0 {
+            if t.window_jobs(clock) > 0 {
                 sums.window = sums.window.saturating_add(w);
             }
             if t.total.jobs > 0 {
@@ -136,7 +142,7 @@ impl Sums {
 
     /// The sums for a lane of weight `w` with `tally`'s figures: its own
     /// weight added where it was not served.
-    fn over(self, w: i64, window_jobs: u64, total_jobs: u64) -> (i64, i64) {
+    fn over(&self, w: i64, window_jobs: u64, total_jobs: u64) -> (i64, i64) {
         let add = |sum: i64, served: bool| if served { sum } else { sum.saturating_add(w) };
         (add(self.window, window_jobs > 0), add(self.total, total_jobs > 0))
     }
@@ -145,19 +151,27 @@ impl Sums {
 /// What the keyspace says of the lane now; a damaged value is nil, and
 /// `damaged` says why.
 fn live(q: &Queue, out: &mut Vec<(&'static str, Reply)>, lane: Arg, now: i64) -> Result<(), Error> {
+    // The queue's own keys of another type are the command's error; only
+    // the lane's values (and its pending key) are its damage.
+    q.active()?;
+    q.limits()?;
     let read = q.lane_read(lane);
-    let mut damage = None;
+    let (depth, mut damage) = match read.depth.clone() {
+        Ok(d) => (Reply::Int(d as i64), None),
+        Err(Error::WrongType) => (Reply::Null, Some(Error::WrongType)),
+        Err(e) => return Err(e),
+    };
     let mut take = |r: Result<Reply, Error>| -> Result<Reply, Error> {
         match r {
             Ok(v) => Ok(v),
-            Err(e @ Error::NoPermission { .. }) => Err(e),
-            Err(e) => {
+            Err(e @ Error::BadStored { .. }) => {
                 damage.get_or_insert(e);
                 Ok(Reply::Null)
             }
+            Err(e) => Err(e),
         }
     };
-    let depth = take(read.depth.clone().map(|d| Reply::Int(d as i64)))?;
+
     let active = take(read.active.clone().map(Reply::Int))?;
     let limit = take(read.limit.clone().map(|l| l.map_or(Reply::Null, Reply::Int)))?;
     let paused = take(read.paused.clone().map(|p| Reply::Int(i64::from(p))))?;
@@ -196,24 +210,26 @@ fn live(q: &Queue, out: &mut Vec<(&'static str, Reply)>, lane: Arg, now: i64) ->
 
 /// The map of one lane: its figures over the window and since load (zeros
 /// for a lane never served), then what the keyspace says of it now.
-fn lane_map(q: &Queue, fig: Option<&QueueFigures>, lane: &[u8], sums: Sums) -> Result<Reply, Error> {
+fn lane_map(q: &Queue, fig: Option<&QueueFigures>, lane: &[u8], sums: &Sums) -> Result<Reply, Error> {
     let clock = clock(q);
     let empty = Tally::default();
     let tally = fig.and_then(|f| f.lane(lane)).unwrap_or(&empty);
-    let all = fig.map_or(&empty, |f| &f.all);
     let arg = q.ctx.string(lane);
     let weight = weight_of(q.optional(Fixed::Weight, Kind::Hash)?, arg.as_arg());
     let window = tally.window(clock);
     let (in_window, in_total) = sums.over(weight, window.jobs, tally.total.jobs);
     let mut out = Vec::with_capacity(34);
-    figures(
-        &mut out,
-        &WINDOW,
-        &window,
-        &all.window(clock),
-        (weight, in_window),
-    );
-    figures(&mut out, &TOTAL, &tally.total, &all.total, (weight, in_total));
+    figures(&mut out, &WINDOW, &window, &sums.all.0, (weight, in_window));
+    figures(&mut out, &TOTAL, &tally.total, &sums.all.1, (weight, in_total));
+    // For exporters: the waits since load as a histogram (cumulative counts
+    // need each bucket's own; a bucket's bound is the largest wait in it).
+    let waits = &tally.total.waits;
+    let buckets = waits
+        .buckets()
+        .flat_map(|(upper, n)| [Reply::Int(upper as i64), Reply::Int(n as i64)])
+        .collect();
+    out.push(("total_wait_sum_ms", Reply::Int(waits.sum() as i64)));
+    out.push(("total_wait_histogram", Reply::Array(buckets)));
     live(q, &mut out, arg.as_arg(), clock.now_ms)?;
     Ok(Reply::Map(out))
 }
@@ -222,8 +238,31 @@ fn lane_map(q: &Queue, fig: Option<&QueueFigures>, lane: &[u8], sums: Sums) -> R
 pub fn lane_stats(q: &Queue, lane: &[u8]) -> Result<Reply, Error> {
     with(|store| {
         let fig = store.queue(q.ctx.db(), q.prefix_bytes);
-        lane_map(q, fig, lane, Sums::of(q, fig)?)
+        lane_map(q, fig, lane, &Sums::of(q, fig, false)?)
     })
+}
+
+/// EMQ.STATS P LANES n lane …: each lane's map, `lane` first, the shares'
+/// sums read once for all.
+pub fn lanes_stats(q: &Queue, lanes: &[&[u8]]) -> Result<Reply, Error> {
+    with(|store| {
+        let fig = store.queue(q.ctx.db(), q.prefix_bytes);
+        let sums = Sums::of(q, fig, false)?;
+        let rows = lanes
+            .iter()
+            .map(|lane| named(lane, lane_map(q, fig, lane, &sums)?))
+            .collect::<Result<Vec<Reply>, Error>>()?;
+        Ok(Reply::Array(rows))
+    })
+}
+
+/// A lane's map with its name first.
+fn named(lane: &[u8], map: Reply) -> Result<Reply, Error> {
+    let Reply::Map(mut fields) = map else {
+        unreachable!("lane_map answers a map")
+    };
+    fields.insert(0, ("lane", Reply::Bytes(lane.to_vec())));
+    Ok(Reply::Map(fields))
 }
 
 /// EMQ.STATS P [COUNT n] [BY …]: the queue's window (jobs, lanes served,
@@ -264,16 +303,12 @@ pub fn queue_stats(q: &Queue, count: usize, by: By) -> Result<Reply, Error> {
         }
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         ranked.truncate(count);
-        let window = fig.map(|f| f.all.window(clock)).unwrap_or_default();
-        let served = fig.map_or(0, |f| f.lanes().filter(|(_, t)| t.window(clock).jobs > 0).count());
-        let sums = Sums::of(q, fig)?;
+        let sums = Sums::of(q, fig, true)?;
+        let window = &sums.all.0;
+        let served = fig.map_or(0, |f| f.lanes().filter(|(_, t)| t.window_jobs(clock) > 0).count());
         let mut rows = Vec::with_capacity(ranked.len());
         for (_, name) in &ranked {
-            let Reply::Map(mut fields) = lane_map(q, fig, name, sums)? else {
-                unreachable!("lane_map answers a map")
-            };
-            fields.insert(0, ("lane", Reply::Bytes(name.clone())));
-            rows.push(Reply::Map(fields));
+            rows.push(named(name, lane_map(q, fig, name, &sums)?)?);
         }
         Ok(Reply::Map(vec![
             ("jobs", Reply::Int(window.jobs as i64)),

@@ -40,11 +40,12 @@ pub fn middle(b: u16) -> u64 {
 }
 
 /// A histogram: the buckets that hold values, in bucket order, each with its
-/// count; the count and the largest value seen.
+/// count; the count, the sum and the largest value seen.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hist {
     cells: Vec<(u16, u32)>,
     count: u64,
+    sum: u64,
     max: u64,
 }
 
@@ -60,6 +61,7 @@ impl Hist {
             }
         }
         self.count += 1;
+        self.sum = self.sum.saturating_add(v);
         self.max = self.max.max(v);
     }
 
@@ -72,11 +74,23 @@ impl Hist {
             }
         }
         self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
         self.max = self.max.max(other.max);
     }
 
     pub fn count(&self) -> u64 {
         self.count
+    }
+
+    /// The values added, summed.
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// Each bucket that holds values: the largest value it holds (waits are
+    /// whole ms: every value up to it is counted exactly) and its count.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.cells.iter().map(|&(b, n)| (bounds(b).1 - 1, u64::from(n)))
     }
 
     /// The largest value added (exact), if any.
@@ -183,6 +197,16 @@ mod tests {
         assert_eq!(both.count(), 350);
         assert_eq!(both.max(), Some(2990));
         assert_eq!(both.count_below(100), 100);
+        assert_eq!(
+            both.sum(),
+            (0..100).sum::<u64>() + (50..300u64).map(|v| v * 10).sum::<u64>()
+        );
+        let listed: u64 = both.buckets().map(|(_, n)| n).sum();
+        assert_eq!(listed, 350);
+        // Each bound is the last value of its bucket.
+        assert!(both
+            .buckets()
+            .all(|(upper, _)| bucket(upper + 1) == bucket(upper) + 1));
         assert!(both.heap_bytes() >= both.cells.len() * 8);
     }
 }

@@ -12,7 +12,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use crate::model::schedule::Clamp;
 
 use super::brand::mint_ms;
-use super::tally::{Clock, Tally};
+use super::tally::{Clock, Figures, Tally};
 
 /// Leases kept per lane of the bound.
 pub const LEASES_PER_LANE: usize = 10;
@@ -32,8 +32,6 @@ pub struct QueueFigures {
     /// Its database and prefix (what its key in the store was hashed from).
     db: i32,
     prefix: Box<[u8]>,
-    /// The whole queue's (every lane's turns, jobs and waits).
-    pub all: Tally,
     lanes: HashMap<Box<[u8]>, Tally>,
     /// A job's id hashed ([`job_key`]) → its turn in `turns`: no id is
     /// copied on a claim's path.
@@ -49,6 +47,21 @@ impl QueueFigures {
 
     pub fn lanes(&self) -> impl Iterator<Item = (&[u8], &Tally)> {
         self.lanes.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The whole queue's figures — over the window, and since load — summed
+    /// from its lanes when asked (not on a claim's path); the waits too when
+    /// `waits`.
+    pub fn sum(&self, clock: Clock, waits: bool) -> (Figures, Figures) {
+        let (mut window, mut total) = (Figures::default(), Figures::default());
+        for t in self.lanes.values() {
+            t.add_window(clock, &mut window, waits);
+            match waits {
+                true => total.merge(&t.total),
+                false => total.merge_counts(&t.total),
+            }
+        }
+        (window, total)
     }
 
     fn new_turn(&mut self, claimed_ms: i64, open: u32) -> u32 {
@@ -80,8 +93,7 @@ impl QueueFigures {
 
     fn heap_bytes(&self) -> usize {
         let entry = |k: usize, v: usize| k + v + 1;
-        self.all.heap_bytes()
-            + self.lanes.capacity() * entry(std::mem::size_of::<Box<[u8]>>(), std::mem::size_of::<Tally>())
+        self.lanes.capacity() * entry(std::mem::size_of::<Box<[u8]>>(), std::mem::size_of::<Tally>())
             + self
                 .lanes
                 .iter()
@@ -167,15 +179,13 @@ impl Store {
         }
         let q = Self::queue_mut(&mut self.queues, (&mut self.lanes, &mut self.leases), at);
         let jobs = served.len() as u64;
-        q.all.turn(clock, clamp, jobs);
         let waits = served
             .iter()
             .filter(|s| s.first)
             .filter_map(|s| mint_ms(s.job))
-            .map(|minted| clock.now_ms.saturating_sub(minted).max(0) as u64);
-        for wait in waits.clone() {
-            q.all.wait(clock, wait);
-        }
+            // A mint time to come (another machine's clock ahead) is no wait.
+            .filter(|minted| *minted <= clock.now_ms)
+            .map(|minted| (clock.now_ms - minted) as u64);
         Self::record(q, &mut self.lanes, lane, |t| {
             t.turn(clock, clamp, jobs);
             for wait in waits {
@@ -217,15 +227,19 @@ impl Store {
     /// The lease of `job` (of `lane`) ended at `end_ms`: if the module
     /// granted it, the worker time its job used — from its turn's claim for
     /// the first of the turn's jobs to end, else from the previous end — is
-    /// added to the lane's busy time and returned.
+    /// added to the lane's busy time and returned. `cap` as for [`Store::turn`].
     pub fn lease_ended(
         &mut self,
         at: (i32, &[u8]),
         lane: &[u8],
         job: &[u8],
-        end_ms: i64,
-        clock: Clock,
+        (end_ms, clock): (i64, Clock),
+        cap: usize,
     ) -> Option<u64> {
+        if cap == 0 {
+            self.clear();
+            return None;
+        }
         let q = self
             .queues
             .get_mut(&queue_key(at.0, at.1))
@@ -237,8 +251,8 @@ impl Store {
         let used = end_ms.saturating_sub(from).max(0) as u64;
         t.last_end_ms = t.last_end_ms.max(end_ms);
         q.close(i);
-        q.all.ended(clock, used);
         Self::record(q, &mut self.lanes, lane, |t| t.ended(clock, used));
+        self.bound(cap);
         Some(used)
     }
 
@@ -253,7 +267,6 @@ impl Store {
         {
             self.lanes -= q.lanes.len();
             q.lanes = HashMap::default();
-            q.all = Tally::default();
         }
     }
 
@@ -281,6 +294,15 @@ impl Store {
                 .values()
                 .map(|q| std::mem::size_of::<(u64, QueueFigures)>() + 1 + q.prefix.len() + q.heap_bytes())
                 .sum::<usize>()
+    }
+
+    /// Keeps within `cap` (`emq.stats-lanes`, perhaps just lowered; 0 forgets
+    /// everything): what a read does before it reads.
+    pub fn keep_within(&mut self, cap: usize) {
+        match cap {
+            0 => self.clear(),
+            _ => self.bound(cap),
+        }
     }
 
     /// Keeps within `cap` lanes and `cap × LEASES_PER_LANE` leases, dropping
@@ -368,9 +390,22 @@ impl Store {
         self.drop_empty_queues();
     }
 
+    /// Drops the queues left with no lane and no lease, and gives back the
+    /// room the drops left (a bound lowered frees its memory).
     fn drop_empty_queues(&mut self) {
         self.queues
             .retain(|_, q| !q.lanes.is_empty() || !q.leases.is_empty());
+        for q in self.queues.values_mut() {
+            if q.lanes.len() * 4 < q.lanes.capacity() {
+                q.lanes.shrink_to_fit();
+            }
+            if q.leases.len() * 4 < q.leases.capacity() {
+                q.leases.shrink_to_fit();
+            }
+        }
+        if self.queues.len() * 4 < self.queues.capacity() {
+            self.queues.shrink_to_fit();
+        }
     }
 }
 

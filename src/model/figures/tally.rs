@@ -36,12 +36,17 @@ impl Figures {
 
     /// Adds `other` in.
     pub fn merge(&mut self, other: &Figures) {
+        self.merge_counts(other);
+        self.waits.merge(&other.waits);
+    }
+
+    /// Adds `other`'s counts in, not its waits.
+    pub fn merge_counts(&mut self, other: &Figures) {
         self.turns += other.turns;
         self.jobs += other.jobs;
         for (a, b) in self.clamps.iter_mut().zip(other.clamps) {
             *a += b;
         }
-        self.waits.merge(&other.waits);
         self.busy_ms = self.busy_ms.saturating_add(other.busy_ms);
         self.leases_ended += other.leases_ended;
     }
@@ -143,10 +148,27 @@ impl Tally {
     /// The window's figures: its slots summed.
     pub fn window(&self, clock: Clock) -> Figures {
         let mut sum = Figures::default();
-        for s in self.slots.iter().filter(|s| clock.holds(s.index)) {
-            sum.merge(&s.figures);
-        }
+        self.add_window(clock, &mut sum, true);
         sum
+    }
+
+    /// Adds the window's figures into `sum` (its waits too when `waits`).
+    pub fn add_window(&self, clock: Clock, sum: &mut Figures, waits: bool) {
+        for s in self.slots.iter().filter(|s| clock.holds(s.index)) {
+            match waits {
+                true => sum.merge(&s.figures),
+                false => sum.merge_counts(&s.figures),
+            }
+        }
+    }
+
+    /// The window's jobs alone (no histogram summed).
+    pub fn window_jobs(&self, clock: Clock) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| clock.holds(s.index))
+            .map(|s| s.figures.jobs)
+            .sum()
     }
 
     /// The heap bytes it holds.
@@ -192,6 +214,8 @@ mod tests {
         t.turn(at(0), Clamp::Weight, 5); // slot 0 (0..6000)
         t.turn(at(30_000), Clamp::Weight, 2); // slot 5
         assert_eq!(t.window(at(59_999)).jobs, 7, "slot 0 still inside");
+        assert_eq!(t.window_jobs(at(59_999)), 7);
+        assert_eq!(t.window_jobs(at(60_000)), 2);
         assert_eq!(t.window(at(60_000)).jobs, 2, "slot 0 slid out");
         assert_eq!(t.window(at(89_999)).jobs, 2);
         assert_eq!(t.window(at(90_000)).jobs, 0, "slot 5 slid out");

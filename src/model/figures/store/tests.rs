@@ -37,7 +37,7 @@ fn a_turn_counts_for_its_lane_and_its_queue_and_waits_from_the_ids() {
     assert_eq!(a.waits.max(), Some(2_000));
     let b = q.lane(b"b").unwrap().window(clock(now));
     assert_eq!((b.turns, b.jobs, b.clamp(Clamp::Ceiling)), (1, 0, 1));
-    let all = q.all.window(clock(now));
+    let all = q.sum(clock(now), true).0;
     assert_eq!((all.turns, all.jobs, all.waits.count()), (3, 4, 2));
     assert_eq!((s.lanes_tracked(), s.leases_tracked()), (2, 4));
 }
@@ -47,20 +47,26 @@ fn a_turns_jobs_use_the_time_since_the_previous_end() {
     let mut s = Store::default();
     let jobs: Vec<Vec<u8>> = (0..3).map(|i| format!("JOB-{i}").into_bytes()).collect();
     s.turn(Q, b"a", clock(1_000), Clamp::Weight, &served(&jobs, true), CAP);
-    assert_eq!(s.lease_ended(Q, b"a", b"JOB-0", 1_300, clock(1_300)), Some(300));
-    assert_eq!(s.lease_ended(Q, b"a", b"JOB-1", 1_500, clock(1_500)), Some(200));
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-2", 1_450, clock(1_500)),
+        s.lease_ended(Q, b"a", b"JOB-0", (1_300, clock(1_300)), CAP),
+        Some(300)
+    );
+    assert_eq!(
+        s.lease_ended(Q, b"a", b"JOB-1", (1_500, clock(1_500)), CAP),
+        Some(200)
+    );
+    assert_eq!(
+        s.lease_ended(Q, b"a", b"JOB-2", (1_450, clock(1_500)), CAP),
         Some(0),
         "never negative"
     );
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-2", 1_600, clock(1_600)),
+        s.lease_ended(Q, b"a", b"JOB-2", (1_600, clock(1_600)), CAP),
         None,
         "ended once"
     );
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-9", 1_600, clock(1_600)),
+        s.lease_ended(Q, b"a", b"JOB-9", (1_600, clock(1_600)), CAP),
         None,
         "not the module's"
     );
@@ -81,7 +87,10 @@ fn a_turns_jobs_use_the_time_since_the_previous_end() {
         &served(&jobs[..1], true),
         CAP,
     );
-    assert_eq!(s.lease_ended(Q, b"a", b"JOB-0", 2_250, clock(2_250)), Some(250));
+    assert_eq!(
+        s.lease_ended(Q, b"a", b"JOB-0", (2_250, clock(2_250)), CAP),
+        Some(250)
+    );
 }
 
 #[test]
@@ -91,7 +100,10 @@ fn a_job_leased_again_replaces_its_old_lease() {
     s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), CAP);
     s.turn(Q, b"a", clock(5_000), Clamp::One, &served(&job, false), CAP);
     assert_eq!(s.leases_tracked(), 1);
-    assert_eq!(s.lease_ended(Q, b"a", b"JOB-1", 5_100, clock(5_100)), Some(100));
+    assert_eq!(
+        s.lease_ended(Q, b"a", b"JOB-1", (5_100, clock(5_100)), CAP),
+        Some(100)
+    );
 }
 
 #[test]
@@ -103,7 +115,10 @@ fn reset_forgets_a_queues_figures_but_not_its_leases() {
     s.reset(Q.0, Q.1);
     assert!(s.queue(Q.0, Q.1).unwrap().lane(b"a").is_none());
     assert_eq!(s.lanes_tracked(), 1, "the other queue's lane");
-    assert_eq!(s.lease_ended(Q, b"a", b"JOB-1", 1_400, clock(1_400)), Some(400));
+    assert_eq!(
+        s.lease_ended(Q, b"a", b"JOB-1", (1_400, clock(1_400)), CAP),
+        Some(400)
+    );
     assert_eq!(s.queue(Q.0, Q.1).unwrap().lane(b"a").unwrap().total.busy_ms, 400);
 }
 
@@ -147,11 +162,11 @@ fn leases_are_bounded_the_oldest_turns_first() {
         assert!(s.leases_tracked() <= cap * LEASES_PER_LANE);
     }
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-1999", 9_000, clock(9_000)),
+        s.lease_ended(Q, b"a", b"JOB-1999", (9_000, clock(9_000)), CAP),
         Some(9_000 - 2_999)
     );
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-0", 9_000, clock(9_000)),
+        s.lease_ended(Q, b"a", b"JOB-0", (9_000, clock(9_000)), CAP),
         None,
         "dropped"
     );
@@ -182,7 +197,7 @@ fn a_hundred_thousand_lanes_fit_the_documented_bound() {
             &served(&job, true),
             CAP,
         );
-        s.lease_ended(Q, lane.as_bytes(), &job[0], now + 10, clock(now + 10));
+        s.lease_ended(Q, lane.as_bytes(), &job[0], (now + 10, clock(now + 10)), CAP);
     }
     assert_eq!(s.lanes_tracked(), 100_000);
     let per_lane = s.bytes() / 100_000;
@@ -192,3 +207,62 @@ fn a_hundred_thousand_lanes_fit_the_documented_bound() {
 /// The bound docs/commands.md states for a lane served within one tenth of
 /// the window (each more tenth it is served in adds a slot).
 const BYTES_PER_LANE: usize = 600;
+
+#[test]
+fn a_lease_ending_keeps_the_bound_and_a_lower_bound_frees_memory() {
+    let mut s = Store::default();
+    let cap = 64;
+    // Lanes served once, their leases ending after the bound dropped them.
+    let jobs: Vec<Vec<u8>> = (0..1_000).map(|i| format!("JOB-{i}").into_bytes()).collect();
+    for (i, job) in jobs.iter().enumerate() {
+        let lane = format!("lane-{i}");
+        s.turn(
+            Q,
+            lane.as_bytes(),
+            clock(1_000),
+            Clamp::One,
+            &served(std::slice::from_ref(job), true),
+            100_000,
+        );
+    }
+    let before = s.bytes();
+    for (i, job) in jobs.iter().enumerate() {
+        let lane = format!("lane-{i}");
+        s.lease_ended(
+            Q,
+            lane.as_bytes(),
+            job,
+            (2_000 + i as i64, clock(2_000 + i as i64)),
+            cap,
+        );
+        assert!(s.lanes_tracked() <= cap, "{} lanes", s.lanes_tracked());
+    }
+    s.keep_within(1);
+    assert_eq!(s.lanes_tracked(), 1);
+    assert!(s.bytes() * 10 < before, "{} bytes left of {before}", s.bytes());
+    s.keep_within(0);
+    assert_eq!((s.lanes_tracked(), s.leases_tracked()), (0, 0));
+}
+
+#[test]
+fn a_mint_time_to_come_is_no_wait() {
+    let mut s = Store::default();
+    let ahead = vec![brand(b"JOB", 5_000 + EPOCH, 1), brand(b"JOB", 500 + EPOCH, 2)];
+    s.turn(
+        Q,
+        b"a",
+        clock(1_000 + EPOCH),
+        Clamp::Depth,
+        &served(&ahead, true),
+        CAP,
+    );
+    let a = s
+        .queue(Q.0, Q.1)
+        .unwrap()
+        .lane(b"a")
+        .unwrap()
+        .window(clock(1_000 + EPOCH));
+    assert_eq!((a.jobs, a.waits.count(), a.waits.max()), (2, 1, Some(500)));
+}
+
+const EPOCH: i64 = crate::model::figures::brand::EPOCH_MS;
