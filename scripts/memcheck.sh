@@ -27,5 +27,9 @@ EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test block
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test rates -- \
   --test-threads=2 bad_rates damaged_rate_state lane_queue_and_info rung_by_a_script \
   resume_ends_a_timed_pause to_a_waiting_worker || status=$?
+# The per-lane figures: recorded by turns and lease ends, read by EMQ.STATS
+# (the timing-bound and the largest runs left out).
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test figures -- \
+  --test-threads=2 --skip hundred_thousand --skip sixteen_claimers --skip busy_time || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"

@@ -60,16 +60,16 @@ fn populate(c: &mut Conn, p: &str) {
 }
 
 /// A table row of a lane with no rate: depth, active/limit, weight, rate,
-/// paused, ringed, by lane.
+/// paused, ringed, jobs%, weight%, wait p99, oldest wait, by lane.
 fn table(text: &str) -> BTreeMap<String, Vec<String>> {
     text.lines()
         .skip_while(|l| !l.trim_start().starts_with("DEPTH"))
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .filter(|cols| {
-            cols.len() == 7 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
+            cols.len() == 11 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
         })
-        .map(|cols| (cols[6].clone(), cols[..6].to_vec()))
+        .map(|cols| (cols[10].clone(), cols[..10].to_vec()))
         .collect()
 }
 
@@ -97,6 +97,27 @@ fn rows_match_keyspace(c: &mut Conn, p: &str, rows: &BTreeMap<String, Vec<String
     }
 }
 
+/// Each row's share of jobs and share of weight agree with EMQ.STATS, and
+/// it shows a wait p99 exactly when EMQ.STATS has one.
+fn figures_match_stats(c: &mut Conn, p: &str, rows: &BTreeMap<String, Vec<String>>) {
+    for (lane, cols) in rows {
+        let s = c.ok(&["EMQ.STATS", p, "LANE", lane]);
+        let share = |name: &str| -> String {
+            let v: f64 = s.field(name).unwrap().text().parse().unwrap();
+            format!("{:.1}%", v * 100.0)
+        };
+        assert_eq!(cols[6], share("share"), "{lane} jobs%");
+        assert_eq!(cols[7], share("weight_share"), "{lane} weight%");
+        let p99 = s.field("wait_p99_ms").unwrap();
+        assert_eq!(
+            cols[8] == "-",
+            *p99 == support::Value::Nil,
+            "{lane} p99 {}",
+            cols[8]
+        );
+    }
+}
+
 #[test]
 fn lanes_shows_every_lane_as_the_keyspace_holds_it_deepest_first() {
     let server = Server::start();
@@ -107,6 +128,8 @@ fn lanes_shows_every_lane_as_the_keyspace_holds_it_deepest_first() {
     let rows = table(&out);
     assert_eq!(rows.len(), 5, "{out}");
     rows_match_keyspace(&mut c, p, &rows);
+    figures_match_stats(&mut c, p, &rows);
+    assert_ne!(rows["w3"][6], "0.0%", "w3 was served: {out}");
     let order: Vec<&str> = out
         .lines()
         .skip(1)
@@ -164,6 +187,13 @@ fn top_once_prints_the_totals_emq_queue_reports() {
     );
     assert!(!out.contains('\x1b'), "no escape codes when not on a terminal");
     rows_match_keyspace(&mut c, p, &table(&out));
+    figures_match_stats(&mut c, p, &table(&out));
+    let window = out
+        .lines()
+        .find(|l| l.starts_with("window: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let jobs = c.ok(&["EMQ.STATS", p]).field("jobs").unwrap().int();
+    assert!(window.starts_with(&format!("window: {jobs} jobs   ")), "{window}");
 }
 
 #[test]
@@ -473,6 +503,8 @@ fn top_runs_in_a_real_terminal_and_follows_the_queue() {
         s.contains(&format!("leased {leased} ")) && !table(s).is_empty()
     });
     rows_match_keyspace(&mut c, p, &table(&rows));
+    figures_match_stats(&mut c, p, &table(&rows));
+    assert!(rows.contains("JOBS%") && rows.contains("window: "), "{rows}");
 
     // Ctrl-C: emq ends and the shell's screen comes back.
     tmux.run(&["send-keys", "-t", "top", "C-c"]);
@@ -517,7 +549,7 @@ fn top_shows_throttled_and_timed_paused_lanes_until_they_come_back() {
     tmux.run(&["send-keys", "-t", "top", &line, "Enter"]);
     let row = |s: &str, lane: &str| {
         s.lines()
-            .find(|l| l.ends_with(&format!("  {lane}")))
+            .find(|l| l.ends_with(&format!(" {lane}")))
             .unwrap_or_default()
             .to_string()
     };
@@ -526,11 +558,11 @@ fn top_shows_throttled_and_timed_paused_lanes_until_they_come_back() {
     });
     assert!(screen.contains("paused 1   throttled 1 "), "{screen}");
     assert!(screen.contains("next return in "), "{screen}");
-    assert!(
-        row(&screen, "rated").trim_end().ends_with("no  rated"),
-        "out of the ring:
-{screen}"
-    );
+    let rated: Vec<String> = row(&screen, "rated")
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(rated[rated.len() - 6], "no", "out of the ring:\n{screen}");
     // Both come back by themselves: a polling claim rings them.
     let screen = tmux.wait("both lanes back", |s| {
         c.ok(&["EMQ.QUEUE", p]);

@@ -15,6 +15,7 @@ mod support;
 
 mod claims;
 mod drive;
+mod figures;
 mod lifecycle;
 mod output;
 mod throughput;
@@ -74,8 +75,12 @@ fn main() {
     bench.worker_scenarios(&mut waits);
     let mut flows = Vec::new();
     bench.throughput_scenarios(&mut flows);
+    let memory = bench.figures_memory();
 
     output::print_table(&rows, &waits, &flows, &version, ROUNDS);
+    if let Some(m) = &memory {
+        figures::print(m);
+    }
     if std::env::var_os("EMQ_BENCH_ONLY").is_some() {
         return; // a partial run: the report of the full run stays
     }

@@ -2,7 +2,9 @@
 //! server only through the module's commands and plain reads, like any
 //! client; connection options as `valkey-cli` has them.
 
+mod exporter;
 mod read;
+mod screen;
 mod top;
 mod view;
 
@@ -55,8 +57,9 @@ struct Conn {
 
 #[derive(Subcommand)]
 enum Command {
-    /// A live table of the queue's lanes, deepest first, with its totals and
-    /// the jobs claimed per second; until Ctrl-C.
+    /// A live table of the queue's lanes, deepest first — each lane's share
+    /// of jobs beside its share of weight, wait p99 and oldest wait — with
+    /// its totals and the jobs claimed per second; until q or Ctrl-C.
     Top {
         /// The queue's prefix (e.g. emq:{orders}:).
         prefix: String,
@@ -67,8 +70,22 @@ enum Command {
         #[arg(long)]
         once: bool,
     },
-    /// Every lane of the queue, deepest first.
+    /// Every lane of the queue, deepest first, with its share of jobs beside
+    /// its share of weight.
     Lanes { prefix: String },
+    /// Serves the queues' figures (EMQ.STATS) to Prometheus at /metrics.
+    Exporter {
+        /// Where to listen (address:port).
+        #[arg(long, default_value = "127.0.0.1:9477")]
+        listen: String,
+        /// The most lanes of each queue with series of their own (the
+        /// busiest in the window); the queue's series are always there.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+        lanes: u64,
+        /// The queues' prefixes (e.g. emq:{orders}:).
+        #[arg(required = true)]
+        prefixes: Vec<String>,
+    },
     /// The dead jobs: job, lane, last error.
     Dead {
         prefix: String,
@@ -129,8 +146,16 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let result = connect(&cli.conn)
-        .and_then(|(mut c, target)| run(&mut c, cli.command, target).map_err(|e| server_error(&e)));
+    let result = match cli.command {
+        // It outlives a connection: it connects again when one breaks.
+        Command::Exporter {
+            listen,
+            lanes,
+            prefixes,
+        } => exporter::serve(|| connect(&cli.conn).map(|(c, _)| c), &listen, lanes, &prefixes),
+        command => connect(&cli.conn)
+            .and_then(|(mut c, target)| run(&mut c, command, target).map_err(|e| server_error(&e))),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -158,13 +183,16 @@ fn run(c: &mut Connection, command: Command, target: String) -> RedisResult<()> 
         Command::Lanes { prefix } => {
             let lanes = read::lanes(c, &prefix)?;
             let mut rows = read::rows(c, &prefix, &lanes)?;
+            read::figures(c, &prefix, &mut rows)?;
             view::sort_by_depth(&mut rows);
             let now = read::server_ms(c)?;
-            for line in view::lanes_table(&rows, now, 200) {
+            let height = (rows.len() + 1).min(u16::MAX as usize) as u16;
+            for line in screen::text(200, height, |area, buf| screen::table(area, buf, &rows, now)) {
                 println!("{line}");
             }
             Ok(())
         }
+        Command::Exporter { .. } => unreachable!("served in main"),
         Command::Dead { prefix, count } => dead(c, &prefix, count),
         Command::Repair { prefix, dry_run } => repair(c, &prefix, dry_run),
         Command::Revive { prefix, jobs } => {

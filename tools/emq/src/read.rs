@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use redis::{Connection, RedisResult, Value};
 
-use crate::view::{self, LaneRow, Totals};
+use crate::view::{self, Fig, LaneRow, QueueFig, Totals};
 
 /// Lanes per pipelined page: bounded replies, few round trips.
 const PAGE: usize = 1_000;
@@ -93,6 +93,7 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
         for (lane, r) in page.iter().zip(replies.chunks(7)) {
             out.push(LaneRow {
                 lane: view::printable(lane),
+                key: lane.clone(),
                 depth: match &r[0] {
                     Value::Int(n) => Ok(*n as u64),
                     v => Err(cell(v).err().unwrap_or_else(|| "?".into())),
@@ -108,6 +109,7 @@ pub fn rows(c: &mut Connection, p: &str, lanes: &[Vec<u8>]) -> RedisResult<Vec<L
                 back_at: text(&r[6]),
                 rate_wait: false,
                 ringed: ring.get(lane).copied().unwrap_or(0),
+                fig: None,
             });
         }
     }
@@ -178,6 +180,81 @@ pub fn totals(c: &mut Connection, p: &str) -> RedisResult<Totals> {
         }
     }
     Ok(t)
+}
+
+/// An integer field (nil and absent as `None`).
+fn int_field(flat: &[Value], name: &str) -> Option<i64> {
+    match field(flat, name)? {
+        Value::Int(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// A double field (a bulk string over RESP2).
+fn float_field(flat: &[Value], name: &str) -> f64 {
+    match field(flat, name) {
+        Some(Value::BulkString(b)) => String::from_utf8_lossy(&b).parse().unwrap_or(0.0),
+        Some(Value::Double(d)) => d,
+        _ => 0.0,
+    }
+}
+
+/// A lane's figures from its EMQ.STATS map (flat over RESP2).
+pub fn fig(flat: &[Value]) -> Fig {
+    Fig {
+        jobs: int_field(flat, "jobs").unwrap_or(0),
+        share: float_field(flat, "share"),
+        weight_share: float_field(flat, "weight_share"),
+        wait_p99: int_field(flat, "wait_p99_ms"),
+        oldest: int_field(flat, "oldest_wait_ms"),
+    }
+}
+
+/// Whether a reply says the server has no EMQ.STATS (an older module).
+fn no_stats(e: &redis::RedisError) -> bool {
+    e.to_string().to_lowercase().contains("unknown command")
+}
+
+/// The figures of `rows`' lanes (EMQ.STATS P LANES …, a page at a time);
+/// left as none when the server keeps no figures.
+pub fn figures(c: &mut Connection, p: &str, rows: &mut [LaneRow]) -> RedisResult<()> {
+    for rows in rows.chunks_mut(PAGE) {
+        let page: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
+        let reply: RedisResult<Vec<Vec<Value>>> = redis::cmd("EMQ.STATS")
+            .arg(p)
+            .arg("LANES")
+            .arg(page.len())
+            .arg(&page)
+            .query(c);
+        match reply {
+            Ok(maps) => rows.iter_mut().zip(&maps).for_each(|(r, m)| r.fig = Some(fig(m))),
+            Err(e) if no_stats(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The queue's figures over the window (EMQ.STATS P); none when the server
+/// keeps none.
+pub fn queue_figures(c: &mut Connection, p: &str) -> RedisResult<Option<QueueFig>> {
+    let reply: RedisResult<Vec<Value>> = redis::cmd("EMQ.STATS")
+        .arg(p)
+        .arg("COUNT")
+        .arg(1)
+        .arg("BY")
+        .arg("jobs")
+        .query(c);
+    match reply {
+        Ok(flat) => Ok(Some(QueueFig {
+            jobs: int_field(&flat, "jobs").unwrap_or(0),
+            lanes_served: int_field(&flat, "lanes_served").unwrap_or(0),
+            wait_p50: int_field(&flat, "wait_p50_ms"),
+            wait_p99: int_field(&flat, "wait_p99_ms"),
+        })),
+        Err(e) if no_stats(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The server's clock in ms (deadlines are on it, not on this machine's).

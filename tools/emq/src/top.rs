@@ -1,13 +1,16 @@
-//! `emq top`: the queue's lanes, refreshed in place until Ctrl-C.
+//! `emq top`: the queue's lanes, redrawn in place by ratatui until `q`,
+//! Esc or Ctrl-C (or SIGTERM).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
 use redis::Connection;
 
 use crate::read;
-use crate::view;
+use crate::screen::{self, Frame};
+use crate::view::{self, LaneRow};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -15,7 +18,8 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Ctrl-C (and SIGTERM) end the loop instead of the process, so that the
+/// SIGTERM (and a SIGINT sent from outside: in the terminal's raw mode
+/// Ctrl-C is a key) ends the loop instead of the process, so that the
 /// terminal is put back as it was.
 fn catch_stop() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -23,23 +27,6 @@ fn catch_stop() {
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
-    }
-}
-
-/// The terminal's rows and columns (24 × 80 when stdout is no terminal).
-fn terminal_size() -> (usize, usize) {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into `ws`.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_row > 0 && ws.ws_col > 0 {
-        (ws.ws_row as usize, ws.ws_col as usize)
-    } else {
-        (24, 80)
     }
 }
 
@@ -52,17 +39,29 @@ pub struct Options {
     pub target: String,
 }
 
-/// One frame from the server.
-fn frame(
+/// What one frame shows, read from the server.
+struct Model {
+    title: String,
+    totals: Vec<String>,
+    rows: Vec<LaneRow>,
+    now: i64,
+}
+
+/// Reads a frame: every lane's row (deepest first), the figures of the
+/// first `shown` of them, the totals and the claim rate since the last one.
+fn read(
     c: &mut Connection,
     o: &Options,
     last: &mut Option<(Instant, u64)>,
-    size: (usize, usize),
-) -> redis::RedisResult<Vec<String>> {
+    shown: usize,
+) -> redis::RedisResult<Model> {
     let lanes = read::lanes(c, &o.prefix)?;
     let mut rows = read::rows(c, &o.prefix, &lanes)?;
     view::sort_by_depth(&mut rows);
+    let shown = shown.min(rows.len());
+    read::figures(c, &o.prefix, &mut rows[..shown])?;
     let totals = read::totals(c, &o.prefix)?;
+    let fig = read::queue_figures(c, &o.prefix)?;
     let now = read::server_ms(c)?;
     let claimed = read::jobs_claimed(c)?;
     let at = Instant::now();
@@ -73,47 +72,70 @@ fn frame(
         _ => None,
     };
     *last = claimed.map(|n| (at, n));
-    let title = format!(
-        "emq top {}   {}   every {}s   Ctrl-C quits",
-        o.prefix,
-        o.target,
-        o.interval.as_secs_f64()
-    );
-    let (height, width) = size;
-    Ok(view::top_frame(&title, &rows, &totals, now, rate, height, width))
+    Ok(Model {
+        title: format!(
+            "emq top {}   {}   every {}s   q quits",
+            o.prefix,
+            o.target,
+            o.interval.as_secs_f64()
+        ),
+        totals: view::totals_lines(rows.len(), &totals, now, rate, fig.as_ref()),
+        rows,
+        now,
+    })
+}
+
+fn frame(m: &Model) -> Frame<'_> {
+    Frame {
+        title: m.title.clone(),
+        totals: m.totals.clone(),
+        rows: &m.rows,
+        now: m.now,
+    }
+}
+
+/// Whether a key ends `emq top`.
+fn quits(k: KeyEvent) -> bool {
+    matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
+        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL))
 }
 
 pub fn run(c: &mut Connection, o: &Options) -> redis::RedisResult<()> {
     let mut last = None;
-    let mut out = std::io::stdout();
-    if o.once || !out.is_terminal() {
-        let lines = frame(c, o, &mut last, (usize::MAX, terminal_size().1))?;
-        writeln!(out, "{}", lines.join("\n"))?;
+    if o.once || !std::io::stdout().is_terminal() {
+        let width = crossterm::terminal::size().map_or(80, |(w, _)| w);
+        let m = read(c, o, &mut last, usize::MAX)?;
+        let height = (m.rows.len() + m.totals.len() + 6).min(u16::MAX as usize) as u16;
+        for line in screen::text(width, height, |area, buf| screen::draw(area, buf, &frame(&m))) {
+            println!("{line}");
+        }
         return Ok(());
     }
     catch_stop();
-    // The alternate screen, cursor hidden: the shell's screen comes back on exit.
-    write!(out, "\x1b[?1049h\x1b[?25l")?;
-    let result = (|| {
+    let mut terminal = ratatui::try_init()?;
+    let result = (|| -> redis::RedisResult<()> {
         while !STOP.load(Ordering::Relaxed) {
-            let lines = frame(c, o, &mut last, terminal_size())?;
-            // Home, then each line cleared to its end, then the rest below.
-            let mut screen = String::from("\x1b[H");
-            for l in &lines {
-                screen.push_str(l);
-                screen.push_str("\x1b[K\r\n");
-            }
-            screen.push_str("\x1b[J");
-            out.write_all(screen.as_bytes())?;
-            out.flush()?;
+            let rows = usize::from(terminal.size()?.height);
+            let m = read(c, o, &mut last, rows)?;
+            terminal.draw(|f| screen::draw(f.area(), f.buffer_mut(), &frame(&m)))?;
             let until = Instant::now() + o.interval;
-            while Instant::now() < until && !STOP.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
+            while !STOP.load(Ordering::Relaxed) {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() || !event::poll(left.min(Duration::from_millis(50)))? {
+                    if left.is_zero() {
+                        break;
+                    }
+                    continue;
+                }
+                match event::read()? {
+                    Event::Key(k) if quits(k) => return Ok(()),
+                    Event::Resize(..) => break,
+                    _ => {}
+                }
             }
         }
         Ok(())
     })();
-    write!(out, "\x1b[?25h\x1b[?1049l")?;
-    out.flush()?;
+    ratatui::restore();
     result
 }

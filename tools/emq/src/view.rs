@@ -4,9 +4,11 @@
 use std::fmt::Write;
 
 /// One lane's row. Stored values are shown as stored (a damaged one too).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LaneRow {
+    /// Its name as shown (made printable), and as stored.
     pub lane: String,
+    pub key: Vec<u8>,
     /// `ZCARD` of the pending set, or the error reading it gave.
     pub depth: Result<u64, String>,
     pub active: Option<String>,
@@ -25,6 +27,29 @@ pub struct LaneRow {
     /// How many times the ring holds the lane (1 when healthy and
     /// serviceable; 2 or more only after outside damage).
     pub ringed: usize,
+    /// Its figures over the window (EMQ.STATS), when the server keeps them.
+    pub fig: Option<Fig>,
+}
+
+/// A lane's figures over the window, as EMQ.STATS gives them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fig {
+    pub jobs: i64,
+    /// Its share of the queue's jobs, and of the weight of the lanes served.
+    pub share: f64,
+    pub weight_share: f64,
+    pub wait_p99: Option<i64>,
+    /// How long its head has waited (nil: empty, or no mint time).
+    pub oldest: Option<i64>,
+}
+
+/// The queue's figures over the window (EMQ.STATS P).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueFig {
+    pub jobs: i64,
+    pub lanes_served: i64,
+    pub wait_p50: Option<i64>,
+    pub wait_p99: Option<i64>,
 }
 
 /// `EMQ.QUEUE`'s figures.
@@ -131,27 +156,6 @@ fn invisible(c: char) -> bool {
     matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}')
 }
 
-/// `name` cut to `width` characters, with `…` when cut.
-fn fit(name: &str, width: usize) -> String {
-    if name.chars().count() <= width {
-        return name.to_string();
-    }
-    let mut out: String = name.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-const HEADER: [&str; 7] = [
-    "DEPTH",
-    "ACTIVE/LIMIT",
-    "WEIGHT",
-    "RATE",
-    "PAUSED",
-    "RINGED",
-    "LANE",
-];
-const COLUMNS: usize = HEADER.len() - 1;
-
 /// A rate as people read it: `20/1s`, with `b5` when its burst is not its
 /// count; as stored when it is not a rate (damaged).
 fn rate_cell(text: &str) -> String {
@@ -163,11 +167,32 @@ fn rate_cell(text: &str) -> String {
     }
 }
 
-/// The lanes table at server time `now`: a header and one line per row
-/// (the lane name last, so that a long one costs only its own column). A
+/// The lanes table's columns: the lane's state, then its figures (its share
+/// of jobs beside its share of weight, wait p99, oldest wait), the name last
+/// (a long one costs only its own column).
+pub const HEADER: [&str; 11] = [
+    "DEPTH",
+    "ACTIVE/LIMIT",
+    "WEIGHT",
+    "RATE",
+    "PAUSED",
+    "RINGED",
+    "JOBS%",
+    "WT%",
+    "P99",
+    "OLDEST",
+    "LANE",
+];
+
+/// A share as a percentage with one decimal.
+fn percent(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+/// One lane's cells at server time `now`, in [`HEADER`]'s order. A
 /// throttled lane's rate, and a timed pause, say how long they have left.
-pub fn lanes_table(rows: &[LaneRow], now: i64, width: usize) -> Vec<String> {
-    let left = |r: &LaneRow| -> Option<String> {
+pub fn lane_cells(r: &LaneRow, now: i64) -> [String; 11] {
+    let left = || -> Option<String> {
         let at = r.back_at.as_deref()?;
         Some(match at.parse::<f64>() {
             Ok(at) if at as i64 > now => duration(at as i64 - now),
@@ -175,67 +200,62 @@ pub fn lanes_table(rows: &[LaneRow], now: i64, width: usize) -> Vec<String> {
             Err(_) => format!("{at}?"),
         })
     };
-    let numbers = |r: &LaneRow| {
-        let paused = matches!(r.paused, Ok(true)) && !r.rate_wait;
-        [
-            match &r.depth {
-                Ok(d) => thousands(*d as i64),
-                Err(e) => e.clone(),
-            },
-            format!(
-                "{}/{}",
-                r.active.as_deref().unwrap_or("0"),
-                r.limit.as_deref().unwrap_or("-")
-            ),
-            r.weight.clone().unwrap_or_else(|| "1".into()),
-            match (r.rate.as_deref(), left(r).filter(|_| !paused)) {
-                (None, _) => "-".into(),
-                (Some(rate), None) => rate_cell(rate),
-                (Some(rate), Some(wait)) => format!("{} wait {wait}", rate_cell(rate)),
-            },
-            match (&r.paused, left(r).filter(|_| !r.rate_wait)) {
-                (Ok(true), Some(until)) => format!("for {until}"),
-                (Ok(true), None) => "yes".into(),
-                (Ok(false), _) => "no".into(),
-                (Err(e), _) => e.clone(),
-            },
-            match r.ringed {
-                0 => "no".to_string(),
-                1 => "yes".to_string(),
-                n => format!("{n}x"),
-            },
-        ]
-    };
-    let cells: Vec<[String; COLUMNS]> = rows.iter().map(numbers).collect();
-    let mut w = [0; COLUMNS];
-    for (i, h) in HEADER[..COLUMNS].iter().enumerate() {
-        w[i] = cells
-            .iter()
-            .map(|c| c[i].chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(h.len());
-    }
-    let used: usize = w.iter().map(|x| x + 2).sum();
-    let name_width = width.saturating_sub(used).max(8);
-    let line = |c: [&str; COLUMNS], name: &str| {
-        let mut s = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            let _ = write!(s, "{cell:>w$}  ", w = w[i]);
-        }
-        s.push_str(&fit(name, name_width));
-        s.trim_end().to_string()
-    };
-    let mut out = vec![line(std::array::from_fn(|i| HEADER[i]), HEADER[COLUMNS])];
-    for (row, c) in rows.iter().zip(&cells) {
-        out.push(line(std::array::from_fn(|i| c[i].as_str()), &row.lane));
-    }
-    out
+    let paused = matches!(r.paused, Ok(true)) && !r.rate_wait;
+    let fig = r.fig.as_ref();
+    let ms = |v: Option<i64>| v.map_or_else(|| "-".to_string(), duration);
+    [
+        match &r.depth {
+            Ok(d) => thousands(*d as i64),
+            Err(e) => e.clone(),
+        },
+        format!(
+            "{}/{}",
+            r.active.as_deref().unwrap_or("0"),
+            r.limit.as_deref().unwrap_or("-")
+        ),
+        r.weight.clone().unwrap_or_else(|| "1".into()),
+        match (r.rate.as_deref(), left().filter(|_| !paused)) {
+            (None, _) => "-".into(),
+            (Some(rate), None) => rate_cell(rate),
+            (Some(rate), Some(wait)) => format!("{} wait {wait}", rate_cell(rate)),
+        },
+        match (&r.paused, left().filter(|_| !r.rate_wait)) {
+            (Ok(true), Some(until)) => format!("for {until}"),
+            (Ok(true), None) => "yes".into(),
+            (Ok(false), _) => "no".into(),
+            (Err(e), _) => e.clone(),
+        },
+        match r.ringed {
+            0 => "no".to_string(),
+            1 => "yes".to_string(),
+            n => format!("{n}x"),
+        },
+        fig.map_or("-".into(), |f| percent(f.share)),
+        fig.map_or("-".into(), |f| percent(f.weight_share)),
+        ms(fig.and_then(|f| f.wait_p99)),
+        ms(fig.and_then(|f| f.oldest)),
+        r.lane.clone(),
+    ]
 }
 
-/// The queue's figures in two lines. `now` is the server's clock (ms);
-/// `rate` the jobs claimed per second on the server since the last frame.
-pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Vec<String> {
+/// Whether a lane got less than its share: served in the window, its share
+/// of jobs under its share of weight by more than a tenth of it.
+pub fn short_of_share(r: &LaneRow) -> bool {
+    r.fig
+        .as_ref()
+        .is_some_and(|f| f.weight_share > 0.0 && f.share < f.weight_share * 0.9)
+}
+
+/// The queue's figures in four lines. `now` is the server's clock (ms);
+/// `rate` the jobs claimed per second on the server since the last frame;
+/// `fig` the queue's figures over the window, when the server keeps them.
+pub fn totals_lines(
+    lanes: usize,
+    t: &Totals,
+    now: i64,
+    rate: Option<f64>,
+    fig: Option<&QueueFig>,
+) -> Vec<String> {
     let when = |at: Option<i64>, past: &str| match at {
         Some(d) if d <= now => format!("{past} {} ago", duration(now - d)),
         Some(d) => format!("in {}", duration(d - now)),
@@ -277,34 +297,17 @@ pub fn totals_lines(lanes: usize, t: &Totals, now: i64, rate: Option<f64>) -> Ve
                 None => String::new(),
             },
         ),
+        match fig {
+            Some(f) => format!(
+                "window: {} jobs   {} lanes served   wait p50 {}   p99 {}",
+                thousands(f.jobs),
+                thousands(f.lanes_served),
+                f.wait_p50.map_or("-".into(), duration),
+                f.wait_p99.map_or("-".into(), duration),
+            ),
+            None => "window: no figures (EMQ.STATS)".into(),
+        },
     ]
-}
-
-/// One frame of `emq top` for a terminal of `height` × `width`: title,
-/// totals, the deepest lanes that fit, and how many did not.
-pub fn top_frame(
-    title: &str,
-    rows: &[LaneRow],
-    totals: &Totals,
-    now: i64,
-    rate: Option<f64>,
-    height: usize,
-    width: usize,
-) -> Vec<String> {
-    let mut out = vec![fit(title, width), String::new()];
-    out.extend(totals_lines(rows.len(), totals, now, rate));
-    out.push(String::new());
-    // Title, blank, three totals, blank, header, the "more" line.
-    let room = height.saturating_sub(8).max(1);
-    let shown = rows.len().min(room);
-    out.extend(lanes_table(&rows[..shown], now, width));
-    if rows.len() > shown {
-        out.push(format!(
-            "… {} more lanes (deepest first)",
-            thousands((rows.len() - shown) as i64)
-        ));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -314,6 +317,7 @@ mod tests {
     fn row(lane: &str, depth: u64) -> LaneRow {
         LaneRow {
             lane: lane.into(),
+            key: lane.as_bytes().to_vec(),
             depth: Ok(depth),
             active: None,
             limit: None,
@@ -323,6 +327,7 @@ mod tests {
             back_at: None,
             rate_wait: false,
             ringed: 1,
+            fig: None,
         }
     }
 
@@ -337,6 +342,8 @@ mod tests {
         assert_eq!(duration(245_000), "4m05s");
         assert_eq!(duration(3 * 3_600_000 + 12 * 60_000), "3h12m");
         assert_eq!(duration(-1500), "-1.5s");
+        assert_eq!(percent(0.0), "0.0%");
+        assert_eq!(percent(1.0 / 3.0), "33.3%");
     }
 
     #[test]
@@ -349,31 +356,34 @@ mod tests {
     }
 
     #[test]
-    fn a_table_shows_stored_values_and_defaults() {
-        let mut r = row("tenant-with-a-long-name", 12_004);
+    fn cells_show_stored_values_defaults_and_figures() {
+        let mut r = row("t", 12_004);
         r.active = Some("3".into());
         r.limit = Some("4".into());
         r.paused = Ok(true);
         r.ringed = 2;
+        r.fig = Some(Fig {
+            jobs: 9,
+            share: 0.1,
+            weight_share: 0.25,
+            wait_p99: Some(850),
+            oldest: None,
+        });
+        assert_eq!(
+            lane_cells(&r, 0),
+            ["12,004", "3/4", "1", "-", "yes", "2x", "10.0%", "25.0%", "850ms", "-", "t"].map(String::from)
+        );
+        assert!(short_of_share(&r), "10% of the jobs for 25% of the weight");
         let mut damaged = row("x", 0);
         damaged.weight = Some("abc".into());
         damaged.ringed = 0;
-        let t = lanes_table(&[r, damaged], 0, 66);
-        assert_eq!(t[0], " DEPTH  ACTIVE/LIMIT  WEIGHT  RATE  PAUSED  RINGED  LANE");
+        damaged.depth = Err("WRONGTYPE".into());
+        damaged.paused = Err("WRONGTYPE".into());
         assert_eq!(
-            t[1],
-            "12,004           3/4       1     -     yes      2x  tenant-with-a…"
+            lane_cells(&damaged, 0)[..6],
+            ["WRONGTYPE", "0/-", "abc", "-", "WRONGTYPE", "no"].map(String::from)
         );
-        assert_eq!(t[2], "     0           0/-     abc     -      no      no  x");
-
-        let mut wrong = row("w", 0);
-        wrong.depth = Err("WRONGTYPE".into());
-        wrong.paused = Err("WRONGTYPE".into());
-        let t = lanes_table(&[wrong], 0, 80);
-        assert_eq!(
-            t[1],
-            "WRONGTYPE           0/-       1     -  WRONGTYPE     yes  w"
-        );
+        assert!(!short_of_share(&damaged), "no figures: no verdict");
     }
 
     #[test]
@@ -382,24 +392,17 @@ mod tests {
         rated.rate = Some("20 1000 5".into());
         rated.back_at = Some("10250".into());
         rated.ringed = 0;
+        let c = lane_cells(&rated, 10_000);
+        assert_eq!((c[3].as_str(), c[4].as_str()), ("20/1.0s b5 wait 250ms", "no"));
         let mut parked = row("p", 5);
         parked.paused = Ok(true);
         parked.back_at = Some("14900".into());
         parked.rate = Some("3 60000 3".into());
+        let c = lane_cells(&parked, 10_000);
+        assert_eq!((c[3].as_str(), c[4].as_str()), ("3/1m00s", "for 4.9s"));
         let mut broken = row("x", 1);
         broken.rate = Some("fast".into());
-        let t = lanes_table(&[rated, parked, broken], 10_000, 100);
-        assert!(
-            t[1].contains("20/1.0s b5 wait 250ms") && t[1].contains(" no "),
-            "{}",
-            t[1]
-        );
-        assert!(
-            t[2].contains(" 3/1m00s ") && t[2].contains("for 4.9s"),
-            "{}",
-            t[2]
-        );
-        assert!(t[3].contains("fast (damaged)"), "{}", t[3]);
+        assert_eq!(lane_cells(&broken, 0)[3], "fast (damaged)");
 
         // Paused by EchoMQ's @gpause while throttled: paused with no end,
         // its rate still waiting.
@@ -408,19 +411,15 @@ mod tests {
         held.rate = Some("20 1000 5".into());
         held.back_at = Some("10250".into());
         held.rate_wait = true;
-        let t = lanes_table(&[held], 10_000, 100);
-        assert!(
-            t[1].contains("b5 wait 250ms") && t[1].contains(" yes ") && !t[1].contains("for "),
-            "{}",
-            t[1]
-        );
+        let c = lane_cells(&held, 10_000);
+        assert_eq!((c[3].as_str(), c[4].as_str()), ("20/1.0s b5 wait 250ms", "yes"));
         let totals = Totals {
             throttled: 1,
             timed_paused: 1,
             next_return: Some(10_250),
             ..Totals::default()
         };
-        let lines = totals_lines(3, &totals, 10_000, None);
+        let lines = totals_lines(3, &totals, 10_000, None, None);
         assert!(lines[0].contains("throttled 1"), "{}", lines[0]);
         assert!(lines[2].ends_with("next return in 250ms"), "{}", lines[2]);
     }
@@ -447,41 +446,31 @@ mod tests {
     fn damaged_values_and_times_are_shown_as_damaged() {
         let mut bad = row("b", 1);
         bad.active = Some(printable(b"\x1b[2J"));
-        let t = lanes_table(&[bad], 0, 80);
-        assert!(!t[1].contains('\x1b'), "{}", t[1]);
+        assert!(!lane_cells(&bad, 0)[1].contains('\x1b'));
         let totals = Totals {
             max_stalled: Some("abc".into()),
             ..Totals::default()
         };
-        assert!(totals_lines(1, &totals, 0, None)[1].ends_with("max-stalled abc (damaged)"));
+        assert!(totals_lines(1, &totals, 0, None, None)[1].ends_with("max-stalled abc (damaged)"));
         let paused = Totals {
             queue_paused: true,
             ..Totals::default()
         };
-        assert!(totals_lines(1, &paused, 0, None)[0].ends_with("QUEUE PAUSED"));
+        assert!(totals_lines(1, &paused, 0, None, None)[0].ends_with("QUEUE PAUSED"));
     }
 
     #[test]
-    fn a_frame_fits_the_terminal_and_says_what_it_left_out() {
-        let rows: Vec<LaneRow> = (0..100).map(|i| row(&format!("l{i}"), 100 - i)).collect();
-        let t = Totals {
-            leased: 5,
-            next_deadline: Some(10_500),
-            ..Totals::default()
+    fn the_window_line_gives_the_queues_figures() {
+        let fig = QueueFig {
+            jobs: 12_345,
+            lanes_served: 7,
+            wait_p50: Some(40),
+            wait_p99: Some(2_500),
         };
-        let f = top_frame("emq top", &rows, &t, 10_000, Some(1234.4), 20, 80);
-        assert_eq!(f.len(), 20);
-        assert!(f[2].starts_with("lanes 100   ringed 0"), "{}", f[2]);
-        assert!(f[3].starts_with("scheduled 0   due 0"), "{}", f[3]);
+        let lines = totals_lines(7, &Totals::default(), 0, Some(10.0), Some(&fig));
         assert_eq!(
-            f[4],
-            "server: 1,234 jobs/s claimed   next lease deadline in 500ms   next due none"
+            lines[3],
+            "window: 12,345 jobs   7 lanes served   wait p50 40ms   p99 2.5s"
         );
-        assert!(f[7].ends_with("l0") && f[7].contains("100"), "{}", f[7]);
-        assert_eq!(f[19], "… 88 more lanes (deepest first)");
-        let all = top_frame("emq top", &rows[..3], &t, 11_000, None, 20, 80);
-        assert_eq!(all.len(), 10, "no 'more' line when every lane fits");
-        assert!(all[4].contains("- jobs/s") && all[4].contains("expired 500ms ago"));
-        assert!(f.iter().all(|l| l.chars().count() <= 100), "fits 100 columns");
     }
 }
