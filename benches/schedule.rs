@@ -23,6 +23,7 @@ fn bench(c: &mut Criterion) {
         paused: false,
         rate: Ok(None),
         now_us: 1_796_210_284_783_000,
+        time: None,
     };
     let rated = Head {
         rate: Ok(Some((

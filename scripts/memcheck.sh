@@ -31,5 +31,8 @@ EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test rates
 # (the timing-bound and the largest runs left out).
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test figures -- \
   --test-threads=2 --skip hundred_thousand --skip sixteen_claimers --skip busy_time || status=$?
+# Fairness by time: passes, charges, corrections (the timed shares left out).
+EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test time_fairness -- \
+  --test-threads=2 --skip a_weight_is --skip twenty_lanes || status=$?
 python3 scripts/memcheck-verdict.py "$logs" || status=$?
 exit "$status"

@@ -73,6 +73,20 @@ const RATE_VALUE: &[ArgDoc] = &[
     NONE,
 ];
 const STALLED_VALUE: &[ArgDoc] = &[arg("max-stalled", ArgKind::Int), NONE];
+const FAIRNESS_VALUE: &[ArgDoc] = &[
+    arg(
+        "time",
+        ArgKind::Block(&[
+            keyed("TIME", "time", ArgKind::Token),
+            optional(keyed("QUANTUM", "ms", ArgKind::Int)),
+        ]),
+    ),
+    keyed("COUNT", "count", ArgKind::Token),
+];
+const POLICY_SETTING: &[ArgDoc] = &[
+    keyed("MAX-STALLED", "max-stalled", ArgKind::OneOf(STALLED_VALUE)),
+    keyed("FAIRNESS", "fairness", ArgKind::OneOf(FAIRNESS_VALUE)),
+];
 const WHEN: &[ArgDoc] = &[
     keyed("IN", "ms", ArgKind::Int),
     keyed("AT", "unix-time-ms", ArgKind::Int),
@@ -216,8 +230,8 @@ pub const COMMANDS: &[Command] = &[
     command("emq.qresume", Replies(queue::qresume), "write fast", 2, &[PREFIX],
         "Resumes the whole queue and wakes the waiting claims (EchoMQ's queue resume).",
         "O(1)", true),
-    command("emq.policy", Replies(queue::policy), "write fast", 4, &[PREFIX, arg("setting", ArgKind::Str), arg("value", ArgKind::OneOf(STALLED_VALUE))],
-        "Sets or removes the queue's max-stalled: every return of an expired lease counts the job's stalls and kills it at the threshold.",
+    command("emq.policy", Replies(queue::policy), "write fast", -4, &[PREFIX, arg("setting", ArgKind::OneOf(POLICY_SETTING))],
+        "Sets the queue's policies: max-stalled (every return of an expired lease counts the job's stalls and kills it at the threshold), and fairness (count, EchoMQ's rule, or time: a weight is a share of worker time the module measures).",
         "O(1)", true),
     reader("emq.dead", Replies(dead::dead), -2, &[PREFIX, COUNT],
         "Lists dead jobs: id, lane, last error.",

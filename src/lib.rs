@@ -109,6 +109,7 @@ mod module {
                 [config::REAP_ON_CLAIM_NAME, &config::REAP_ON_CLAIM, config::REAP_ON_CLAIM_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
                 [config::STATS_WINDOW_NAME, &config::STATS_WINDOW, config::STATS_WINDOW_DEFAULT, 10, 86_400_000, ConfigurationFlags::DEFAULT, None],
                 [config::STATS_LANES_NAME, &config::STATS_LANES, config::STATS_LANES_DEFAULT, 0, 10_000_000, ConfigurationFlags::DEFAULT, None],
+                [config::MAX_PASSES_NAME, &config::MAX_PASSES, config::MAX_PASSES_DEFAULT, 0, 1_000_000, ConfigurationFlags::DEFAULT, None],
             ],
             string: [
                 [config::JOB_KIND_NAME, &config::JOB_KIND, config::JOB_KIND_DEFAULT, ConfigurationFlags::DEFAULT, None],

@@ -34,6 +34,8 @@ const KEYS: &[&str] = &[
     "grate",
     "gtat",
     "gnext",
+    "gcredit",
+    "gcost",
 ];
 
 /// A state and a command that writes in it.
@@ -240,6 +242,40 @@ fn cases() -> Vec<Case> {
             name: "policy",
             setup: |_| {},
             command: &["EMQ.POLICY", "max-stalled", "3"],
+        },
+        Case {
+            name: "fairness policy",
+            setup: |_| {},
+            command: &["EMQ.POLICY", "fairness", "time", "QUANTUM", "20"],
+        },
+        Case {
+            name: "a claim under fairness by time passing a lane in debt",
+            setup: |c| {
+                run(c, &["EMQ.POLICY", "fairness", "time"]);
+                run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1"]);
+                run(c, &["EMQ.ENQUEUE", "b", "JOB-2", "p2"]);
+                c.ok(&["HSET", &format!("{P}gcredit"), "a", "-1000000"]);
+            },
+            command: &["EMQ.WCLAIM", "60000"],
+        },
+        Case {
+            name: "complete under fairness by time",
+            setup: |c| {
+                run(c, &["EMQ.POLICY", "fairness", "time"]);
+                run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1"]);
+                run(c, &["EMQ.WCLAIM", "60000"]);
+            },
+            command: &["EMQ.COMPLETE", "JOB-1", "1"],
+        },
+        Case {
+            name: "reap under fairness by time",
+            setup: |c| {
+                run(c, &["EMQ.POLICY", "fairness", "time"]);
+                run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1"]);
+                run(c, &["EMQ.WCLAIM", "1"]);
+                sleep_ms(10);
+            },
+            command: &["EMQ.REAP"],
         },
     ]
 }

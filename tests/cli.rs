@@ -60,16 +60,16 @@ fn populate(c: &mut Conn, p: &str) {
 }
 
 /// A table row of a lane with no rate: depth, active/limit, weight, rate,
-/// paused, ringed, jobs%, weight%, wait p99, oldest wait, by lane.
+/// paused, ringed, jobs%, weight%, busy%, wait p99, oldest wait, by lane.
 fn table(text: &str) -> BTreeMap<String, Vec<String>> {
     text.lines()
         .skip_while(|l| !l.trim_start().starts_with("DEPTH"))
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .filter(|cols| {
-            cols.len() == 11 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
+            cols.len() == 12 && (cols[0].replace(',', "").parse::<u64>().is_ok() || cols[0] == "WRONGTYPE")
         })
-        .map(|cols| (cols[10].clone(), cols[..10].to_vec()))
+        .map(|cols| (cols[11].clone(), cols[..11].to_vec()))
         .collect()
 }
 
@@ -108,12 +108,13 @@ fn figures_match_stats(c: &mut Conn, p: &str, rows: &BTreeMap<String, Vec<String
         };
         assert_eq!(cols[6], share("share"), "{lane} jobs%");
         assert_eq!(cols[7], share("weight_share"), "{lane} weight%");
+        assert_eq!(cols[8], share("busy_share"), "{lane} busy%");
         let p99 = s.field("wait_p99_ms").unwrap();
         assert_eq!(
-            cols[8] == "-",
+            cols[9] == "-",
             *p99 == support::Value::Nil,
             "{lane} p99 {}",
-            cols[8]
+            cols[9]
         );
     }
 }
@@ -562,7 +563,7 @@ fn top_shows_throttled_and_timed_paused_lanes_until_they_come_back() {
         .split_whitespace()
         .map(String::from)
         .collect();
-    assert_eq!(rated[rated.len() - 6], "no", "out of the ring:\n{screen}");
+    assert_eq!(rated[rated.len() - 7], "no", "out of the ring:\n{screen}");
     // Both come back by themselves: a polling claim rings them.
     let screen = tmux.wait("both lanes back", |s| {
         c.ok(&["EMQ.QUEUE", p]);

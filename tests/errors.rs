@@ -117,7 +117,7 @@ fn bad_values_are_named() {
     refused(
         &mut c,
         &["EMQ.POLICY", P, "max-deliveries", "3"],
-        "ERR the policy setting must be max-stalled",
+        "ERR the policy setting must be max-stalled or fairness",
     );
     let delay = "ERR delay must be an integer from 0 to 1099511627776";
     refused(&mut c, &["EMQ.RETRY", P, &job, &token, "-1", "3", "e"], delay);

@@ -197,12 +197,13 @@ fn command_info_and_docs_tell_the_truth() {
         ("emq.promote", -2, &["write"]),
         ("emq.qpause", 2, &["write", "fast"]),
         ("emq.qresume", 2, &["write", "fast"]),
-        ("emq.policy", 4, &["write", "fast"]),
+        ("emq.policy", -4, &["write", "fast"]),
         ("emq.dead", -2, &["readonly"]),
         ("emq.revive", -3, &["write"]),
         ("emq.lane", 3, &["readonly"]),
         ("emq.queue", 2, &["readonly"]),
         ("emq.lanes", -3, &["readonly"]),
+        ("emq.stats", -2, &["readonly"]),
         ("emq.repair", -3, &["write"]),
     ];
     for (name, arity, flags) in expect {

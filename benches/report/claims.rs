@@ -170,6 +170,27 @@ impl Bench {
             rows.push(self.claims(name, "wclaim", CALLS, &|c, p| lanes(c, p, 100, depth, 1, None)));
             set_config(&mut self.c, "appendonly", "no");
         }
+        // Fairness by time against EchoMQ's rule, both native (the count
+        // side's figures in the row's "lua" columns): each turn reads the
+        // lane's credit and cost, writes its credit and stamps its row. At
+        // 100 lanes `P gcredit` is a listpack (each read and write a scan);
+        // at 10,000 a hash table.
+        for (count, label) in [(100usize, "100"), (10_000, "10,000")] {
+            let name = format!("WCLAIM K=1, {label} lanes, fairness time, vs fairness count (both native)");
+            if !selected(&name) {
+                continue;
+            }
+            let depth = CALLS / count + 1;
+            let timed = |c: &mut super::support::Conn, p: &str| {
+                lanes(c, p, count, depth, 1, None);
+                send(c, &[args(&["EMQ.POLICY", p, "fairness", "time"])]);
+            };
+            rows.push(
+                self.compare(&name, "wclaim", CALLS, &timed, Side::Native, &|c, p| {
+                    lanes(c, p, count, depth, 1, None)
+                }),
+            );
+        }
         let name = "WCLAIM, 20,000 lanes at ceiling 1";
         if selected(name) {
             rows.push(self.claims(name, "wclaim", 8_000, &|c, p| lanes(c, p, 20_000, 2, 1, Some(1))));

@@ -13,6 +13,7 @@
 //! queue-wide key, is the command's error.
 
 use crate::ffi::{Arg, Key, RStr};
+use crate::model::credit::Stamp;
 use crate::model::error::{quote, Error};
 use crate::model::schedule::Lane;
 use crate::runtime::stats;
@@ -126,10 +127,13 @@ impl<'q> Books<'q> {
     }
 
     /// The lease of `job`, one of the lane's, ended (expired at
-    /// `deadline`): its count drops by one, and the figures count the time
-    /// its job used.
-    pub fn lease_ended(&mut self, i: usize, job: &[u8], deadline: i64) {
-        super::figures::lease_ended(self.q, self.books[i].lane.bytes(), job, deadline);
+    /// `deadline`): its count drops by one, the figures count the time its
+    /// job used, and under fairness by time that time corrects the lane's
+    /// charge (the row, kept, loses its stamp).
+    pub fn lease_ended(&mut self, i: usize, job: &[u8], deadline: i64, row: Key<'q>, stamp: Option<Stamp>) {
+        let lane = self.books[i].lane.bytes();
+        let used = super::figures::lease_ended(self.q, lane, job, deadline);
+        super::fairness::lease_ended(self.q, lane, Some(row), stamp, deadline, used);
         let b = &mut self.books[i];
         b.now.active -= 1;
         b.count_changed = true;

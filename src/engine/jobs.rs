@@ -92,6 +92,9 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
                 });
             }
         }
+        // Fairness by time corrects the lane's charge: its keys are checked
+        // now.
+        super::fairness::check(q, row.stamp)?;
         return Ok(Leave::Lease { lane });
     }
     match row.state_now() {
@@ -112,12 +115,23 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
     }
 }
 
-fn apply_leave(q: &Queue, job: Arg, leave: Leave) -> Result<(), Error> {
+/// Where the row is once the job left: kept (its stamp then goes), or
+/// deleted by the command (COMPLETE).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowAfter {
+    Kept,
+    Deleted,
+}
+
+fn apply_leave(q: &Queue, job: Arg, leave: Leave, row: &Row, after: RowAfter) -> Result<(), Error> {
     match leave {
         Leave::Lease { lane } => {
             q.zrem(q.leases()?, &[job], c"zrem");
             if let Some(lane) = lane {
-                super::figures::lease_ended(q, lane.name.bytes(), job.bytes(), q.ctx.now_ms());
+                let now = q.ctx.now_ms();
+                let used = super::figures::lease_ended(q, lane.name.bytes(), job.bytes(), now);
+                let kept = (after == RowAfter::Kept).then_some(row.key);
+                super::fairness::lease_ended(q, lane.name.bytes(), kept, row.stamp, now, used);
                 q.set_count(q.active()?, lane.name.as_arg(), lane.active - 1);
                 if let Some(before) = lane.ceiled {
                     let after = Lane {
@@ -148,7 +162,7 @@ pub fn complete(q: &Queue, job: Arg, token: Arg) -> Result<i64, Error> {
     };
     let leave = plan_leave(q, job, &row)?;
     let completed = counts::completed_count(q, 1)?;
-    apply_leave(q, job, leave)?;
+    apply_leave(q, job, leave, &row, RowAfter::Deleted)?;
     q.del(row.key);
     completed.add(q);
     Ok(1)
@@ -174,7 +188,7 @@ pub fn retry(q: &Queue, job: Arg, token: Arg, delay: i64, max: i64, error: Arg) 
     if attempts >= max {
         let dead = q.dead()?;
         let failed = counts::failed_count(q, 1)?;
-        apply_leave(q, job, leave)?;
+        apply_leave(q, job, leave, &row, RowAfter::Kept)?;
         q.hset(
             row.key,
             &[
@@ -189,7 +203,7 @@ pub fn retry(q: &Queue, job: Arg, token: Arg, delay: i64, max: i64, error: Arg) 
     }
     let schedule = q.schedule()?;
     let due = q.ctx.now_ms().saturating_add(delay);
-    apply_leave(q, job, leave)?;
+    apply_leave(q, job, leave, &row, RowAfter::Kept)?;
     q.hset(
         row.key,
         &[
@@ -217,7 +231,7 @@ pub fn delay(q: &Queue, job: Arg, token: Arg, due: i64) -> Result<(), Error> {
     };
     let leave = plan_leave(q, job, &row)?;
     let schedule = q.schedule()?;
-    apply_leave(q, job, leave)?;
+    apply_leave(q, job, leave, &row, RowAfter::Kept)?;
     q.hset(row.key, &[(word(Word::State), word(Word::Scheduled))], c"hset");
     let due_text = q.ctx.string_from_i64(due);
     q.zadd(

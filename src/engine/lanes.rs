@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use smallvec::SmallVec;
 
 use crate::ffi::{word, Arg, Key, Word};
+use crate::model::credit::Fairness;
 use crate::model::error::Error;
 use crate::model::row::{head_fate, Fate};
 use crate::model::schedule::{ring_change, Lane};
@@ -224,6 +225,28 @@ pub fn queue_resume(q: &Queue) -> Result<(), Error> {
     let meta = q.meta()?;
     q.hdel(meta, &[word(Word::Paused)]);
     q.wake_waiters();
+    Ok(())
+}
+
+/// EMQ.POLICY fairness: stores fairness by time with its quantum in
+/// `P meta`, or removes it (count: EchoMQ's rule). Credits and costs stay as
+/// they are (a switch back to time goes on from them).
+pub fn fairness(q: &Queue, fairness: Fairness) -> Result<(), Error> {
+    let meta = q.meta()?;
+    match fairness {
+        Fairness::Time { quantum_ms } => {
+            let quantum = q.ctx.string_from_i64(quantum_ms);
+            q.hset(
+                meta,
+                &[
+                    (word(Word::Fairness), word(Word::Time)),
+                    (word(Word::Quantum), quantum.as_arg()),
+                ],
+                c"hset",
+            );
+        }
+        Fairness::Count => q.hdel(meta, &[word(Word::Fairness), word(Word::Quantum)]),
+    }
     Ok(())
 }
 

@@ -9,11 +9,13 @@
 //!   pauses; `next`: the lanes that come back from `P gnext` by themselves;
 //! - `dead`: dead letters; `views`, `scan`: seeing a queue; `repair`;
 //! - `counts`: EchoMQ's completed and failed counters;
-//! - `figures`: the per-lane figures, recorded and seen (EMQ.STATS).
+//! - `figures`: the per-lane figures, recorded and seen (EMQ.STATS);
+//! - `fairness`: fairness by time where a lease ends.
 
 pub mod books;
 pub mod counts;
 pub mod dead;
+pub mod fairness;
 pub mod figures;
 pub mod jobs;
 pub mod lanes;

@@ -9,6 +9,7 @@
 //! sweep goes on past it (`books.rs`, bounded by [`Sweep::passes`]).
 
 use crate::ffi::{word, Arg, Key, RStr, Word};
+use crate::model::credit::Stamp;
 use crate::model::error::Error;
 use crate::model::layout::field;
 use crate::model::row::{return_fate, ReturnFate, Stalls, State};
@@ -73,11 +74,13 @@ enum End<'q> {
         row: Key<'q>,
         book: Option<usize>,
         stalled: Option<i64>,
+        stamp: Option<Stamp>,
     },
     Dies {
         row: Key<'q>,
         book: Option<usize>,
         stalled: i64,
+        stamp: Option<Stamp>,
     },
 }
 
@@ -149,6 +152,17 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         .iter()
         .filter(|(_, _, e)| matches!(e, End::Dies { .. }))
         .count();
+    // Fairness by time corrects the lanes' charges: its keys are checked now.
+    let stamped = ends.iter().find_map(|(_, _, e)| match e {
+        End::Back {
+            stamp, book: Some(_), ..
+        }
+        | End::Dies {
+            stamp, book: Some(_), ..
+        } => *stamp,
+        _ => None,
+    });
+    super::fairness::check(q, stamped)?;
     let graves = if deaths > 0 {
         Some((q.dead()?, super::counts::failed_count(q, deaths as i64)?))
     } else {
@@ -164,20 +178,30 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     for (job, deadline, end) in &ends {
         match end {
             End::Dropped => {}
-            End::Back { row, book, stalled } => {
+            End::Back {
+                row,
+                book,
+                stalled,
+                stamp,
+            } => {
                 write_row(q, *row, State::Pending, *stalled, None);
                 match book {
                     Some(b) => {
-                        books.lease_ended(*b, job.bytes(), *deadline);
+                        books.lease_ended(*b, job.bytes(), *deadline, *row, *stamp);
                         books.add(*b, job.clone());
                     }
                     None => flat_back.push(job.as_arg()),
                 }
             }
-            End::Dies { row, book, stalled } => {
+            End::Dies {
+                row,
+                book,
+                stalled,
+                stamp,
+            } => {
                 write_row(q, *row, State::Dead, Some(*stalled), Some(word(Word::Stalled)));
                 if let Some(b) = book {
-                    books.lease_ended(*b, job.bytes(), *deadline);
+                    books.lease_ended(*b, job.bytes(), *deadline, *row, *stamp);
                 }
                 buried.push(job.as_arg());
             }
@@ -242,11 +266,13 @@ fn lease_end<'q>(
                 row: row.key,
                 book,
                 stalled,
+                stamp: row.stamp,
             },
             ReturnFate::Dies { stalled } => End::Dies {
                 row: row.key,
                 book,
                 stalled,
+                stamp: row.stamp,
             },
         },
     ))

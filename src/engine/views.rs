@@ -20,6 +20,7 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
     let text = q.rates()?.hash_get(lane);
     let until = q.throttled_until(lane)?;
     let paused_until = q.pause_end(lane)?;
+    let (credit, cost) = credit_and_cost(q, lane)?;
     let int = Reply::Int;
     let time = |t: Option<i64>| t.map_or(Reply::Null, int);
     Ok(Reply::Map(vec![
@@ -33,7 +34,25 @@ pub fn lane(q: &Queue, lane: Arg) -> Result<Reply, Error> {
         ("throttled", int(i64::from(until.is_some()))),
         ("throttled_until", time(until)),
         ("paused_until", time(paused_until)),
+        ("credit", credit),
+        ("cost", cost),
     ]))
+}
+
+/// The lane's credit and cost under fairness by time (µs; nil when none,
+/// the stored text when damaged: this is where an operator looks).
+pub fn credit_and_cost(q: &Queue, lane: Arg) -> Result<(Reply, Reply), Error> {
+    let value = |key: Option<crate::ffi::Key>| match key.and_then(|h| h.hash_get(lane)) {
+        None => Reply::Null,
+        Some(v) => match crate::model::grammar::parse_i64(v.bytes()) {
+            Some(n) => Reply::Int(n),
+            None => Reply::Owned(v),
+        },
+    };
+    Ok((
+        value(q.optional(Fixed::Credit, Kind::Hash)?),
+        value(q.optional(Fixed::Cost, Kind::Hash)?),
+    ))
 }
 
 /// How many lanes wait in `P gnext` throttled (for a time still to come: a

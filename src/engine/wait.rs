@@ -35,8 +35,8 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     let blocking = req.block.filter(|_| call.ctx.may_block());
     // A paused queue serves nothing and writes nothing (EchoMQ's host checks
     // `P meta` before it calls the script).
-    let paused = q.queue_paused()?;
-    let claim = Claim::open(&q, req.kind)?;
+    let (paused, fairness) = q.queue_state()?;
+    let claim = Claim::open(&q, req.kind, fairness)?;
     let deadline = call.ctx.now_ms().saturating_add(req.lease);
     let Some(timeout) = blocking else {
         if paused {
@@ -97,10 +97,11 @@ fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
 pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     let call = Call::new(ctx, false);
     let q = Queue::new(&call, req.prefix);
-    if q.queue_paused()? {
+    let (paused, fairness) = q.queue_state()?;
+    if paused {
         return Ok(None);
     }
-    let claim = Claim::open(&q, req.kind)?;
+    let claim = Claim::open(&q, req.kind, fairness)?;
     let deadline = ctx.now_ms().saturating_add(req.lease);
     let Some(first) = claim.first_servable()? else {
         if let Some(at) = claim.held_until() {

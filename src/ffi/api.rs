@@ -128,9 +128,17 @@ pub enum Word {
     /// `P meta`'s `paused` field.
     Paused,
     MaxStalled,
+    /// `P meta`'s fairness policy and its quantum (EMQ.POLICY).
+    Fairness,
+    Quantum,
+    Time,
+    /// A row's stamp under fairness by time: its turn's claim time and what
+    /// it was charged.
+    Claimed,
+    Charged,
 }
 
-const WORD_TEXT: [&[u8]; 18] = [
+const WORD_TEXT: [&[u8]; 23] = [
     b"LEFT",
     b"RIGHT",
     b"0",
@@ -149,9 +157,14 @@ const WORD_TEXT: [&[u8]; 18] = [
     b"dead",
     b"paused",
     b"max-stalled",
+    b"fairness",
+    b"quantum",
+    b"time",
+    b"claimed",
+    b"charged",
 ];
-pub(super) static WORDS: [AtomicPtr<raw::RedisModuleString>; 18] =
-    [const { AtomicPtr::new(ptr::null_mut()) }; 18];
+pub(super) static WORDS: [AtomicPtr<raw::RedisModuleString>; 23] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; 23];
 
 /// Reads, once at load, what the server is: cluster mode, whether it checks
 /// key prefixes; makes the constant words.

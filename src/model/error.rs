@@ -68,6 +68,10 @@ pub const WEIGHT_RANGE: &str = "an integer >= 1";
 pub const INTEGER: &str = "an integer";
 pub const TIMEOUT_RANGE: &str = "an integer >= 0";
 pub const COUNT_RANGE: &str = "an integer >= 1";
+/// EMQ.POLICY fairness time's QUANTUM.
+pub const QUANTUM_RANGE: &str = "an integer from 1 to 2147483648";
+/// A fairness policy as stored in `P meta`.
+pub const FAIRNESS_TEXT: &str = "time with a quantum from 1 to 2147483648, or absent";
 /// The count of a batch of lanes (`LANES n lane …`).
 pub const NUMLANES: &str = "an integer from 1 to the number of lanes that follow";
 pub const LIMIT_RANGE: &str = "an integer >= 1 or NONE";

@@ -46,6 +46,7 @@ fn head_strategy() -> impl Strategy<Value = Head> {
             paused,
             rate: Ok(None),
             now_us: 0,
+            time: None,
         })
 }
 
@@ -160,6 +161,7 @@ proptest! {
             Turn::Drop => prop_assert!(head.name_empty || !lane.serviceable()),
             Turn::Full => prop_assert!(lane.limit.is_some_and(|lim| lane.active >= lim) && sound),
             Turn::Throttle { .. } => prop_assert!(false, "throttled without a rate"),
+            Turn::Pass { .. } => prop_assert!(false, "passed over without fairness by time"),
         }
     }
 

@@ -38,6 +38,10 @@ pub enum Fixed {
     Tat,
     /// zset: lane → when it may be served again (throttled or paused until).
     Next,
+    /// hash: lane → its credit (µs) under fairness by time.
+    Credit,
+    /// hash: lane → its cost (µs a job) under fairness by time.
+    Cost,
 }
 
 /// The suffixes, in the order of [`Fixed`].
@@ -58,6 +62,8 @@ pub const SUFFIXES: &[&[u8]] = &[
     b"grate",
     b"gtat",
     b"gnext",
+    b"gcredit",
+    b"gcost",
 ];
 
 /// How many elements `P wake` keeps (`LTRIM P wake 0 63`).
@@ -77,6 +83,8 @@ pub mod field {
     pub const PAUSED: &[u8] = b"paused";
     /// `P meta`: the stall threshold (EMQ.POLICY).
     pub const MAX_STALLED: &[u8] = b"max-stalled";
+    /// `P meta`: the fairness policy (`time`; absent: count).
+    pub const FAIRNESS: &[u8] = b"fairness";
 }
 
 /// What a death by stall writes to the row's `last_error`.
@@ -135,7 +143,8 @@ mod tests {
         assert_eq!(SUFFIXES[Fixed::Leases as usize], b"active");
         assert_eq!(SUFFIXES[Fixed::Flat as usize], b"pending");
         assert_eq!(SUFFIXES[Fixed::Next as usize], b"gnext");
-        assert_eq!(SUFFIXES.len(), Fixed::Next as usize + 1);
+        assert_eq!(SUFFIXES[Fixed::Cost as usize], b"gcost");
+        assert_eq!(SUFFIXES.len(), Fixed::Cost as usize + 1);
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! - `rate`: a lane's rate (GCRA), its bound and its next start;
 //! - `schedule`: serviceability, the turn's `K`, the ring's moves;
 //! - `row`: a job row's decisions (lease a head? die of stalls?);
-//! - `figures`: the per-lane figures (turns, clamps, waits, busy time).
+//! - `figures`: the per-lane figures (turns, clamps, waits, busy time);
+//! - `credit`: fairness by time (deficit round robin over the turn's K).
 
+pub mod credit;
 pub mod error;
 pub mod figures;
 pub mod grammar;

@@ -3,6 +3,7 @@
 //! headroom)`), and how the ring follows a change (docs/commands.md, "The
 //! turn").
 
+use super::credit;
 use super::rate::Rate;
 
 /// What the store says about one lane, as numbers.
@@ -77,6 +78,8 @@ pub enum Damage {
     Attempts,
     /// Its rate or its arrival time is not what it must be.
     Rate,
+    /// Under fairness by time, its credit or cost is not an integer.
+    Credit,
 }
 
 impl Damage {
@@ -88,6 +91,7 @@ impl Damage {
             Damage::PendingType => "its pending key is not a zset",
             Damage::Attempts => "a head job's attempts is not an integer (or would overflow)",
             Damage::Rate => "its rate or arrival time is damaged",
+            Damage::Credit => "its credit or cost is not an integer",
         }
     }
 }
@@ -111,6 +115,22 @@ pub struct Head {
     pub rate: RateRead,
     /// The clock, in µs (what the rate is asked at).
     pub now_us: i64,
+    /// Under fairness by time (WCLAIM, BCLAIM): its credit and cost.
+    pub time: Option<TimeRead>,
+}
+
+/// A lane's credit and cost as a claim under fairness by time reads them
+/// (`model::credit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRead {
+    pub quantum_ms: i64,
+    /// Its credit (µs; absent = 0) and cost (µs a job; absent = the
+    /// quantum's); `Err` when either is not an integer.
+    pub credit: Stored,
+    pub cost: Stored,
+    /// The claim has passed over as many lanes as it may: this one is served
+    /// whatever its credit.
+    pub forced: bool,
 }
 
 /// A lane's rate as a claim reads it.
@@ -178,9 +198,28 @@ pub enum Turn {
     /// Its rate allows no start now: it leaves the ring for `P gnext`, to
     /// come back at `until` (ms), and nothing is served.
     Throttle { until: i64 },
+    /// Under fairness by time, its credit topped up (`credit`) is still not
+    /// positive: it is passed over — rotated, its credit written, still in
+    /// the ring — and the claim takes the next head.
+    Pass { credit: i64 },
     /// Serve up to `k` heads (fewer when some are strays), `clamp` having
     /// decided `k`. The ring rotates first.
-    Serve { k: i64, clamp: Clamp, lane: Lane },
+    /// Under fairness by time, `time` is the credit topped up and the cost
+    /// each job is charged.
+    Serve {
+        k: i64,
+        clamp: Clamp,
+        lane: Lane,
+        time: Option<Charge>,
+    },
+}
+
+/// What a turn under fairness by time charges: its lane's credit once
+/// topped up, and the cost charged for each job (µs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge {
+    pub credit: i64,
+    pub cost: i64,
 }
 
 /// One claim turn for the head lane, its checks in the order `@gwclaim`
@@ -208,10 +247,12 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
         _ => return Turn::Skip(Damage::Active),
     };
     let cap = max_claim.max(1);
+    // Under time the credit, not the weight, says how many.
+    let time = head.time.filter(|_| claim != ClaimKind::One);
     let want = match claim {
         ClaimKind::One => 1,
-        ClaimKind::Weighted => effective_weight(weight).min(cap),
-        ClaimKind::Batch => cap,
+        ClaimKind::Weighted if time.is_none() => effective_weight(weight).min(cap),
+        _ => cap,
     };
     let mut k = serve_count(want, depth, limit, active);
     if k <= 0 {
@@ -233,6 +274,19 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
             }
         },
     }
+    let mut charge = None;
+    if let Some(t) = time {
+        let (Ok(credit), Ok(cost)) = (t.credit, t.cost) else {
+            return Turn::Skip(Damage::Credit);
+        };
+        let credit = credit::top_up(credit.unwrap_or(0), effective_weight(weight), t.quantum_ms);
+        if credit <= 0 && !t.forced {
+            return Turn::Pass { credit };
+        }
+        let cost = credit::cost_or_default(cost, t.quantum_ms);
+        k = k.min(credit::time_k(credit, cost));
+        charge = Some(Charge { credit, cost });
+    }
     if active.checked_add(k).is_none() {
         return Turn::Skip(Damage::Active);
     }
@@ -241,8 +295,9 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
     let clamp = match claim {
         ClaimKind::One => Clamp::One,
         _ => {
-            let weight = match claim {
-                ClaimKind::Weighted => Some(effective_weight(weight)),
+            let weight = match (charge, claim) {
+                (Some(c), _) => Some(credit::time_k(c.credit, c.cost)),
+                (None, ClaimKind::Weighted) => Some(effective_weight(weight)),
                 _ => None,
             };
             let bounds = [
@@ -258,6 +313,7 @@ pub fn head_turn(head: &Head, claim: ClaimKind, max_claim: i64) -> Turn {
     Turn::Serve {
         k,
         clamp,
+        time: charge,
         lane: Lane {
             depth,
             active,

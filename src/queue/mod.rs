@@ -12,7 +12,8 @@ mod row;
 use std::rc::Rc;
 
 use crate::ffi::{name_set, Arg, Ctx, Key, KeyName, Kind, NameSet};
-use crate::model::error::{quote, Error};
+use crate::model::credit::Fairness;
+use crate::model::error::{quote, Error, FAIRNESS_TEXT};
 use crate::model::layout::{self, Fixed};
 use crate::runtime::{report, Call};
 
@@ -145,6 +146,16 @@ impl<'q> Queue<'q> {
         self.fixed(Fixed::Flat, Kind::Zset)
     }
 
+    /// `P gcredit`: lane → credit (µs), under fairness by time.
+    pub fn credits(&self) -> Result<Key<'q>, Error> {
+        self.fixed(Fixed::Credit, Kind::Hash)
+    }
+
+    /// `P gcost`: lane → cost (µs a job), under fairness by time.
+    pub fn costs(&self) -> Result<Key<'q>, Error> {
+        self.fixed(Fixed::Cost, Kind::Hash)
+    }
+
     pub fn wake(&self) -> Result<Key<'q>, Error> {
         self.fixed(Fixed::Wake, Kind::List)
     }
@@ -186,11 +197,25 @@ impl<'q> Queue<'q> {
         Ok(self.ctx.set_call(c"SISMEMBER", name, lane)? == 1)
     }
 
-    /// Whether the whole queue is paused (`P meta` has `paused`).
-    pub fn queue_paused(&self) -> Result<bool, Error> {
-        match self.optional(Fixed::Meta, Kind::Hash)? {
-            None => Ok(false),
-            Some(meta) => Ok(meta.hash_has(crate::ffi::word(crate::ffi::Word::Paused))),
+    /// Whether the whole queue is paused, and its fairness policy (`P meta`
+    /// read once; a policy the module did not write is an error naming it).
+    pub fn queue_state(&self) -> Result<(bool, Fairness), Error> {
+        let Some(meta) = self.optional(Fixed::Meta, Kind::Hash)? else {
+            return Ok((false, Fairness::Count));
+        };
+        let paused = meta.hash_has(crate::ffi::word(crate::ffi::Word::Paused));
+        let Some(fairness) = meta.hash_get(crate::ffi::word(crate::ffi::Word::Fairness)) else {
+            return Ok((paused, Fairness::Count));
+        };
+        let quantum = meta.hash_get(crate::ffi::word(crate::ffi::Word::Quantum));
+        match Fairness::parse(Some(fairness.bytes()), quantum.as_ref().map(|q| q.bytes())) {
+            Some(f) => Ok((paused, f)),
+            None => Err(Error::bad_stored(
+                "setting",
+                layout::field::FAIRNESS,
+                meta.name().bytes(),
+                FAIRNESS_TEXT,
+            )),
         }
     }
 

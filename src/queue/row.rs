@@ -2,6 +2,7 @@
 //! call, as the decisions of `model::row` need them.
 
 use crate::ffi::{word, Key, Kind, RStr, Word};
+use crate::model::credit::Stamp;
 use crate::model::error::Error;
 use crate::model::layout;
 use crate::model::row::{RowView, State};
@@ -16,6 +17,9 @@ pub struct Row<'q> {
     pub state: Option<RStr>,
     pub group: Option<RStr>,
     pub attempts: Option<RStr>,
+    /// Its stamp while leased under fairness by time (read by the commands
+    /// that end a lease).
+    pub stamp: Option<Stamp>,
 }
 
 impl Row<'_> {
@@ -74,13 +78,19 @@ impl<'q> Queue<'q> {
     /// ([`Row::state_now`]): a leased job, the common case, needs none.
     pub fn fenced_row(&self, job: &[u8]) -> Result<Row<'q>, Error> {
         let key = self.row_key(job)?.expect(Kind::Hash)?;
-        let [group, attempts] = key.hash_get_many([word(Word::Group), word(Word::Attempts)]);
+        let [group, attempts, claimed, charged] = key.hash_get_many([
+            word(Word::Group),
+            word(Word::Attempts),
+            word(Word::Claimed),
+            word(Word::Charged),
+        ]);
         Ok(Row {
             exists: key.kind() == Kind::Hash,
             key,
             state: None,
             group,
             attempts,
+            stamp: stamp(claimed, charged),
         })
     }
 
@@ -88,13 +98,19 @@ impl<'q> Queue<'q> {
     /// the lane alone: `attempts` is not read (a field less per job).
     pub fn row_place(&self, job: &[u8]) -> Result<Row<'q>, Error> {
         let key = self.row_key(job)?;
-        let [state, group] = key.hash_get_many([word(Word::State), word(Word::Group)]);
+        let [state, group, claimed, charged] = key.hash_get_many([
+            word(Word::State),
+            word(Word::Group),
+            word(Word::Claimed),
+            word(Word::Charged),
+        ]);
         Ok(Row {
             exists: key.kind() == Kind::Hash,
             key,
             state,
             group,
             attempts: None,
+            stamp: stamp(claimed, charged),
         })
     }
 }
@@ -109,5 +125,13 @@ fn read(key: Key) -> Row {
         state,
         group,
         attempts,
+        stamp: None,
     }
+}
+
+fn stamp(claimed: Option<RStr>, charged: Option<RStr>) -> Option<Stamp> {
+    Stamp::parse(
+        claimed.as_ref().map(RStr::bytes),
+        charged.as_ref().map(RStr::bytes),
+    )
 }

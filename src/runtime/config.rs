@@ -46,6 +46,15 @@ pub fn stats_lanes() -> usize {
     usize::try_from(STATS_LANES.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
+/// `emq.max-passes` (default 64): the most lanes a claim under fairness by
+/// time passes over for their debt before it serves one anyway.
+pub static MAX_PASSES: AtomicI64 = AtomicI64::new(MAX_PASSES_DEFAULT);
+pub const MAX_PASSES_DEFAULT: i64 = 64;
+
+pub fn max_passes() -> usize {
+    usize::try_from(MAX_PASSES.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
 enum_configuration! {
     /// `emq.replicate`: `effects` (the default: replicas and AOF readers
     /// need no module) or `command` (a served claim replicates as one
@@ -139,13 +148,15 @@ pub const JOB_KIND_NAME: &str = "job-kind";
 pub const REPLICATE_NAME: &str = "replicate";
 pub const STATS_WINDOW_NAME: &str = "stats-window";
 pub const STATS_LANES_NAME: &str = "stats-lanes";
-pub const NAMES: [&str; 6] = [
+pub const MAX_PASSES_NAME: &str = "max-passes";
+pub const NAMES: [&str; 7] = [
     MAX_CLAIM_NAME,
     REAP_ON_CLAIM_NAME,
     JOB_KIND_NAME,
     REPLICATE_NAME,
     STATS_WINDOW_NAME,
     STATS_LANES_NAME,
+    MAX_PASSES_NAME,
 ];
 
 /// `loadmodule`'s arguments after the path: config names each followed by

@@ -16,6 +16,10 @@ pub struct Replicator<'c> {
     verbatim: bool,
     /// Effects are not sent (a turn that replicates as one `EMQ.TURN`).
     mute: Cell<bool>,
+    /// Effects are sent though the command replicates as itself (what it
+    /// writes from the clock or the module's memory: a replica running the
+    /// command could not).
+    force: Cell<bool>,
     wrote: Cell<bool>,
 }
 
@@ -25,6 +29,7 @@ impl<'c> Replicator<'c> {
             ctx,
             verbatim,
             mute: Cell::new(false),
+            force: Cell::new(false),
             wrote: Cell::new(false),
         }
     }
@@ -33,9 +38,19 @@ impl<'c> Replicator<'c> {
     /// itself). Several in one command reach replicas in one MULTI/EXEC.
     pub fn effect(&self, cmd: &CStr, args: &[Arg]) {
         self.wrote.set(true);
-        if !self.verbatim && !self.mute.get() {
+        if (!self.verbatim || self.force.get()) && !self.mute.get() {
             self.ctx.replicate(cmd, args);
         }
+    }
+
+    /// Runs `f` with its effects sent whatever the mode: a command that
+    /// replicates as itself sends them before itself (one MULTI/EXEC), and
+    /// its replay on a replica leaves them as they came.
+    pub fn forced<T>(&self, f: impl FnOnce() -> T) -> T {
+        let was = self.force.replace(true);
+        let out = f();
+        self.force.set(was);
+        out
     }
 
     /// Whether the command has written so far.

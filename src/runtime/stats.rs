@@ -64,13 +64,15 @@ pub static BLOCKED: Counter = Counter::new();
 /// `P gnext`), and lanes that came back from it.
 pub static LANES_THROTTLED: Counter = Counter::new();
 pub static LANES_RETURNED: Counter = Counter::new();
+/// Head lanes a claim under fairness by time passed over for their debt.
+pub static LANES_PASSED: Counter = Counter::new();
 /// Timers set now (one at most per waited-on queue).
 pub static TIMERS: Counter = Counter::new();
 /// Times a timer fired (on a primary, for a queue with waiters).
 pub static TIMER_FIRINGS: Counter = Counter::new();
 
 /// `INFO emq` counters, in order.
-pub fn fields() -> [(&'static str, u64); 25] {
+pub fn fields() -> [(&'static str, u64); 26] {
     [
         ("claims", CLAIMS.get()),
         ("claims_empty", CLAIMS_EMPTY.get()),
@@ -90,6 +92,7 @@ pub fn fields() -> [(&'static str, u64); 25] {
         ("lanes_skipped", LANES_SKIPPED.get()),
         ("lanes_throttled", LANES_THROTTLED.get()),
         ("lanes_returned", LANES_RETURNED.get()),
+        ("lanes_passed", LANES_PASSED.get()),
         ("strays", STRAYS.get()),
         ("entries_dropped", ENTRIES_DROPPED.get()),
         ("entries_kept", ENTRIES_KEPT.get()),

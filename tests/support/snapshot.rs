@@ -110,9 +110,10 @@ fn timed(suffix: &[u8]) -> bool {
     suffix == b"active" || suffix == b"schedule" || suffix == b"gnext"
 }
 
-/// Compares two snapshots; the scores of `active`, `schedule` and `gnext`
-/// may differ by `tolerance` (two calls read the clock at two moments). The
-/// first difference.
+/// Compares two snapshots; the scores of `active`, `schedule` and `gnext`,
+/// rows' `claimed`, and (in µs) `gcredit` and `gcost` may differ by
+/// `tolerance` (two calls read the clock at two moments). The first
+/// difference.
 pub fn diff(a: &Snapshot, b: &Snapshot, tolerance: f64) -> Option<String> {
     let keys_a: Vec<_> = a
         .keys()
@@ -136,6 +137,27 @@ pub fn diff(a: &Snapshot, b: &Snapshot, tolerance: f64) -> Option<String> {
                     && mx
                         .iter()
                         .all(|(m, s)| my.get(m).is_some_and(|t| (s - t).abs() <= tolerance))
+            }
+            // Credits and costs (µs) follow the time a job used.
+            (Content::Hash(x), Content::Hash(y)) if k == b"gcredit" || k == b"gcost" => {
+                let n = |v: &[u8]| String::from_utf8_lossy(v).parse::<f64>().unwrap_or(f64::NAN);
+                x.len() == y.len()
+                    && x.iter().all(|(f, v)| {
+                        y.get(f)
+                            .is_some_and(|w| (n(v) - n(w)).abs() <= tolerance * 1000.0)
+                    })
+            }
+            // A row's `claimed` (fairness by time) is a time too.
+            (Content::Hash(x), Content::Hash(y)) if k.starts_with(b"job:") => {
+                x.len() == y.len()
+                    && x.iter().all(|(f, v)| match y.get(f) {
+                        Some(w) if f.as_slice() == b"claimed" => {
+                            let n = |v: &[u8]| String::from_utf8_lossy(v).parse::<f64>().unwrap_or(f64::NAN);
+                            (n(v) - n(w)).abs() <= tolerance
+                        }
+                        Some(w) => v == w,
+                        None => false,
+                    })
             }
             _ => va == vb,
         };

@@ -9,7 +9,7 @@ mod view;
 
 use std::cell::RefCell;
 
-use crate::model::figures::{Clock, Store};
+use crate::model::figures::{Clock, Keep, Store};
 use crate::model::schedule::Clamp;
 use crate::queue::Queue;
 use crate::runtime::config;
@@ -26,16 +26,18 @@ fn clock(q: &Queue) -> Clock {
 }
 
 /// A claim turn on `lane`: decided by `clamp`, it leased `served` (none: a
-/// turn at its ceiling or throttled).
-pub fn turn(q: &Queue, lane: &[u8], clamp: Clamp, served: &[Served]) {
+/// turn at its ceiling or throttled); `time`: under fairness by time (its
+/// leases are kept though no figures are).
+pub fn turn(q: &Queue, lane: &[u8], clamp: Clamp, served: &[Served], time: bool) {
     if !q.call.records() {
         return;
     }
     let (at, clock) = ((q.ctx.db(), q.prefix_bytes), clock(q));
-    STORE.with(|s| {
-        s.borrow_mut()
-            .turn(at, lane, clock, clamp, served, config::stats_lanes())
-    });
+    let keep = Keep {
+        lanes: config::stats_lanes(),
+        time,
+    };
+    STORE.with(|s| s.borrow_mut().turn(at, lane, clock, clamp, served, keep));
 }
 
 /// The lease of `job`, of `lane`, ended at `end_ms` (its deadline for an

@@ -189,6 +189,7 @@ fn live(q: &Queue, out: &mut Vec<(&'static str, Reply)>, lane: Arg, now: i64) ->
         None => Reply::Null,
     };
     let oldest = ms(oldest_wait(q, lane.bytes(), now)?);
+    let (credit, cost) = crate::engine::views::credit_and_cost(q, lane)?;
     out.extend([
         ("depth", depth),
         ("active", active),
@@ -198,6 +199,8 @@ fn live(q: &Queue, out: &mut Vec<(&'static str, Reply)>, lane: Arg, now: i64) ->
         ("paused", paused),
         ("throttled_until", until),
         ("oldest_wait_ms", oldest),
+        ("credit", credit),
+        ("cost", cost),
         (
             "damaged",
             damage

@@ -4,9 +4,10 @@
 
 use smallvec::SmallVec;
 
-use crate::ffi::{word, Arg, Class, RStr, Reply, Word};
+use crate::ffi::{word, Arg, Class, Key, RStr, Reply, Word};
+use crate::model::credit;
 use crate::model::error::{quote, Error};
-use crate::model::schedule::{ring_change, Clamp, Lane, RingChange};
+use crate::model::schedule::{ring_change, Charge, Clamp, Lane, RingChange};
 use crate::queue::Score;
 use crate::runtime::{config, stats};
 
@@ -26,7 +27,11 @@ impl<'q> Claim<'q> {
             }
             Plan::Full => {
                 q.lpop(self.ring);
-                figures::turn(q, lane.bytes(), Clamp::Ceiling, &[]);
+                figures::turn(q, lane.bytes(), Clamp::Ceiling, &[], false);
+                Ok(None)
+            }
+            Plan::Pass { credit } => {
+                self.pass(lane, credit)?;
                 Ok(None)
             }
             Plan::Skip(damage) => {
@@ -40,11 +45,17 @@ impl<'q> Claim<'q> {
                 q.lpop(self.ring);
                 rate::wait_until(q, next, lane.as_arg(), until);
                 q.call.count(&stats::LANES_THROTTLED, 1);
-                figures::turn(q, lane.bytes(), Clamp::Rate, &[]);
+                figures::turn(q, lane.bytes(), Clamp::Rate, &[], false);
                 Ok(None)
             }
             Plan::Serve(s) => {
                 let (k, leaves, clamp) = (s.k, s.leaves, s.clamp);
+                let (time, empties) = (s.time, s.empties);
+                // Opened (and type-checked) before the first write.
+                let credits = match time {
+                    Some(_) => Some(q.credits()?),
+                    None => None,
+                };
                 // Opened (and permission-checked) before the first write.
                 let rate = match s.rate {
                     Some(after) => {
@@ -68,6 +79,9 @@ impl<'q> Claim<'q> {
                 if as_command {
                     q.call.repl.turn(q.prefix, lane.as_arg(), deadline, k, leaves);
                 }
+                if let (Some(charge), Some(credits)) = (time, credits) {
+                    self.charge(&lane, &served, charge, empties, credits, as_command);
+                }
                 // After the turn: a replayed EMQ.TURN knows no rates, so
                 // these replicate as their effects in either mode.
                 if let Some((after, tats, next)) = rate {
@@ -89,7 +103,7 @@ impl<'q> Claim<'q> {
                             first: s.attempts == 1,
                         })
                         .collect();
-                    figures::turn(q, lane.bytes(), clamp, &jobs);
+                    figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
                 }
                 crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
                 Ok(Some(claim_reply(self.kind, lane, served)))
@@ -107,6 +121,12 @@ impl<'q> Claim<'q> {
         } else {
             q.rotate(self.ring);
         }
+        let stamp = s.time.map(|c| {
+            (
+                q.ctx.string_from_i64(q.ctx.now_ms()),
+                q.ctx.string_from_i64(c.cost),
+            )
+        });
         {
             let mut taken: SmallVec<[Arg; 8]> = s.leased.iter().map(|l| l.job.as_arg()).collect();
             taken.extend(s.strays.iter().map(|st| st.job.as_arg()));
@@ -115,14 +135,19 @@ impl<'q> Claim<'q> {
         let mut tokens: SmallVec<[RStr; 4]> = SmallVec::new();
         for l in &s.leased {
             let token = q.ctx.string_from_i64(l.attempts);
-            q.hset(
-                l.row,
-                &[
+            {
+                let mut pairs: SmallVec<[(Arg, Arg); 4]> = smallvec::smallvec![
                     (word(Word::Attempts), token.as_arg()),
                     (word(Word::State), word(Word::Active)),
-                ],
-                c"hincrby",
-            );
+                ];
+                // Under fairness by time, the row's stamp: its turn's claim
+                // time and its charge.
+                if let Some((claimed, charged)) = &stamp {
+                    pairs.push((word(Word::Claimed), claimed.as_arg()));
+                    pairs.push((word(Word::Charged), charged.as_arg()));
+                }
+                q.hset(l.row, &pairs, c"hincrby");
+            }
             q.ctx.notify(Class::Hash, c"hset", l.row.name());
             tokens.push(token);
         }
@@ -159,6 +184,58 @@ impl<'q> Claim<'q> {
                 attempts: l.attempts,
             })
             .collect())
+    }
+
+    /// A head in debt passed over (fairness by time): it rotates to the tail
+    /// and keeps its topped-up credit; the claim takes the next head.
+    pub(super) fn pass(&self, lane: RStr, credit: i64) -> Result<(), Error> {
+        let q = self.q;
+        let credits = q.credits()?;
+        q.rotate(self.ring);
+        let text = q.ctx.string_from_i64(credit);
+        q.hset(credits, &[(lane.as_arg(), text.as_arg())], c"hset");
+        self.passes.set(self.passes.get() + 1);
+        q.call.count(&stats::LANES_PASSED, 1);
+        Ok(())
+    }
+
+    /// A served turn under fairness by time: the lane's credit less what its
+    /// jobs were charged (a positive credit forgotten when the turn emptied
+    /// the lane). Under `emq.replicate command` the rows' stamps, written
+    /// under the muted turn, replicate as their effects after `EMQ.TURN`.
+    fn charge(
+        &self,
+        lane: &RStr,
+        served: &[Served],
+        charge: Charge,
+        empties: bool,
+        credits: Key<'q>,
+        as_command: bool,
+    ) {
+        let q = self.q;
+        let mut left = credit::charge(charge.credit, served.len() as i64, charge.cost);
+        if empties {
+            left = credit::emptied(left);
+        }
+        let text = q.ctx.string_from_i64(left);
+        q.hset(credits, &[(lane.as_arg(), text.as_arg())], c"hset");
+        if as_command {
+            let claimed = q.ctx.string_from_i64(q.ctx.now_ms());
+            let cost = q.ctx.string_from_i64(charge.cost);
+            for s in served {
+                let Ok(row) = q.row_key(s.job.bytes()) else {
+                    continue;
+                };
+                q.hset(
+                    row,
+                    &[
+                        (word(Word::Claimed), claimed.as_arg()),
+                        (word(Word::Charged), cost.as_arg()),
+                    ],
+                    c"hset",
+                );
+            }
+        }
     }
 
     /// The strays to where their rows say they wait; a lane that becomes

@@ -18,6 +18,7 @@ mod replay;
 use std::cell::Cell;
 
 use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Word};
+use crate::model::credit::Fairness;
 use crate::model::error::Error;
 use crate::model::layout::Fixed;
 use crate::model::row::Stalls;
@@ -52,10 +53,34 @@ pub struct Claim<'q> {
     /// ring though its rate allows no start (rung by a rate-unaware script):
     /// a claim that waits without writing has the timer wake it then.
     held: Cell<Option<i64>>,
+    /// Under fairness by time (WCLAIM, BCLAIM): the quantum and the lanes'
+    /// credits and costs.
+    time: Option<TimeKeys<'q>>,
+    /// The lanes this claim passed over for their debt.
+    passes: Cell<usize>,
+}
+
+/// What a claim under fairness by time reads: the quantum (ms), and
+/// `P gcredit` and `P gcost` when they exist.
+#[derive(Clone, Copy)]
+pub struct TimeKeys<'q> {
+    pub quantum_ms: i64,
+    pub credits: Option<Key<'q>>,
+    pub costs: Option<Key<'q>>,
 }
 
 impl<'q> Claim<'q> {
-    pub fn open(q: &'q Queue<'q>, kind: ClaimKind) -> Result<Claim<'q>, Error> {
+    /// The claim of `kind` on `q`, under the queue's `fairness` (CLAIM is
+    /// count-fair under either).
+    pub fn open(q: &'q Queue<'q>, kind: ClaimKind, fairness: Fairness) -> Result<Claim<'q>, Error> {
+        let time = match (fairness, kind) {
+            (_, ClaimKind::One) | (Fairness::Count, _) => None,
+            (Fairness::Time { quantum_ms }, _) => Some(TimeKeys {
+                quantum_ms,
+                credits: q.optional(Fixed::Credit, Kind::Hash)?,
+                costs: q.optional(Fixed::Cost, Kind::Hash)?,
+            }),
+        };
         let claim = Claim {
             q,
             kind,
@@ -63,8 +88,9 @@ impl<'q> Claim<'q> {
             leases: q.leases()?,
             active: q.active()?,
             limits: Cell::new(q.optional(Fixed::Limit, Kind::Hash)?),
-            weights: match kind {
-                ClaimKind::Weighted => q.optional(Fixed::Weight, Kind::Hash)?,
+            // A time turn tops a lane up by its weight, whatever the claim.
+            weights: match (kind, time) {
+                (ClaimKind::Weighted, _) | (_, Some(_)) => q.optional(Fixed::Weight, Kind::Hash)?,
                 _ => None,
             },
             paused: None,
@@ -72,6 +98,8 @@ impl<'q> Claim<'q> {
             tats: None,
             next: q.optional(Fixed::Next, Kind::Zset)?,
             held: Cell::new(None),
+            time,
+            passes: Cell::new(0),
         };
         let claim = match claim.rates {
             Some(_) => Claim {
@@ -138,12 +166,31 @@ impl<'q> Claim<'q> {
         Ok(due.rung > 0)
     }
 
+    /// The turn of the ring's head. Under fairness by time a head in debt is
+    /// passed over and the next one taken, and once one was, a head that
+    /// cannot serve does not end the claim: it never comes back empty while
+    /// a lane could serve (at most `emq.max-passes` passes, then the next
+    /// servable lane serves whatever its credit).
     fn head_turn(&self, deadline: i64) -> Result<Option<Reply>, Error> {
-        let Some(lane) = self.ring.list_get(0) else {
-            return Ok(None);
+        let turns = match self.time {
+            None => 1,
+            Some(_) => self.ring.len() + config::max_passes() + 1,
         };
-        let plan = self.plan(&lane)?;
-        self.apply(lane, plan, deadline)
+        for _ in 0..turns {
+            let Some(lane) = self.ring.list_get(0) else {
+                return Ok(None);
+            };
+            match self.plan(&lane)? {
+                plan::Plan::Pass { credit } => self.pass(lane, credit)?,
+                plan => {
+                    let served = self.apply(lane, plan, deadline)?;
+                    if served.is_some() || self.passes.get() == 0 {
+                        return Ok(served);
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Whether the claim returns expired leases first: the config allows it
@@ -187,6 +234,8 @@ impl<'q> Claim<'q> {
             };
             match self.plan(&lane)? {
                 plan if plan.serves() => return Ok(Some(i)),
+                // In debt, it serves all the same once passed over.
+                plan::Plan::Pass { .. } => return Ok(Some(i)),
                 plan::Plan::Throttle { until } => {
                     self.held
                         .set(Some(self.held.get().map_or(until, |h| h.min(until))));

@@ -10,7 +10,7 @@ use crate::model::error::Error;
 use crate::model::grammar::parse_i64;
 use crate::model::rate::{parse_tat, Rate};
 use crate::model::row::{head_fate, Fate, Home};
-use crate::model::schedule::{self, Clamp, Damage, Head, Lane, RateRead, Stored, Turn};
+use crate::model::schedule::{self, Charge, Clamp, Damage, Head, Lane, RateRead, Stored, TimeRead, Turn};
 use crate::runtime::config;
 
 use super::Claim;
@@ -31,6 +31,11 @@ pub enum Plan<'q> {
     /// `until` (ms).
     Throttle {
         until: i64,
+    },
+    /// Under fairness by time, in debt once topped up to `credit`: passed
+    /// over.
+    Pass {
+        credit: i64,
     },
     Serve(Serving<'q>),
 }
@@ -57,6 +62,11 @@ pub struct Serving<'q> {
     pub leaves: bool,
     /// The rate's state after the turn, when the lane has a rate.
     pub rate: Option<RateAfter>,
+    /// Under fairness by time: the credit topped up and each job's charge.
+    pub time: Option<Charge>,
+    /// The turn takes the lane's last job (a positive credit is then
+    /// forgotten: no banking of idle time).
+    pub empties: bool,
 }
 
 /// A rated lane after its turn: its new arrival time (µs), and when it is
@@ -144,13 +154,20 @@ impl<'q> Claim<'q> {
             paused,
             rate: self.rate(lane_arg),
             now_us: self.q.ctx.now_ms().saturating_mul(1000),
+            time: self.time.map(|t| TimeRead {
+                quantum_ms: t.quantum_ms,
+                credit: Self::stored(t.credits, lane_arg),
+                cost: Self::stored(t.costs, lane_arg),
+                forced: self.passes.get() >= config::max_passes(),
+            }),
         };
-        let (k, clamp, state) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
+        let (k, clamp, state, time) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
             Turn::Drop => return Ok(Plan::Drop),
             Turn::Full => return Ok(Plan::Full),
             Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
             Turn::Throttle { until } => return Ok(Plan::Throttle { until }),
-            Turn::Serve { k, clamp, lane } => (k, clamp, lane),
+            Turn::Pass { credit } => return Ok(Plan::Pass { credit }),
+            Turn::Serve { k, clamp, lane, time } => (k, clamp, lane, time),
         };
         let Some((leased, strays)) = self.take_heads(name, pending, k, state.depth)? else {
             return Ok(Plan::Skip(Damage::Attempts));
@@ -174,6 +191,8 @@ impl<'q> Claim<'q> {
             clamp,
             new_active: state.active + leased.len() as i64,
             leaves: throttled || schedule::leaves_after(&state, consumed, leased.len() as i64),
+            time,
+            empties: consumed >= state.depth,
             leased,
             strays,
             rate,

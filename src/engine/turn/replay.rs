@@ -16,7 +16,9 @@ use super::{claim_reply, Claim};
 /// Replays a turn on `q`; a turn that does not fit this keyspace is refused
 /// and changes nothing.
 pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool) -> Result<Reply, Error> {
-    let claim = Claim::open(q, ClaimKind::Batch)?;
+    // A replayed turn is as the primary made it: its credit replicates as
+    // its effects.
+    let claim = Claim::open(q, ClaimKind::Batch, crate::model::credit::Fairness::Count)?;
     let mismatch = || Error::TurnMismatch {
         lane: lane_arg.bytes().to_vec(),
         key: claim.ring.name().bytes().to_vec(),
@@ -49,8 +51,11 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
         leaves,
         leased,
         strays,
-        // The primary replicates the rate's writes as their effects.
+        // The primary replicates the rate's and the credit's writes as their
+        // effects.
         rate: None,
+        time: None,
+        empties: false,
     };
     let served = q.call.repl.muted(|| claim.write(&lane, serving, deadline))?;
     // This server's own AOF (and nothing else: a replica's replicas get the

@@ -10,5 +10,5 @@ pub mod hist;
 pub mod store;
 pub mod tally;
 
-pub use store::{QueueFigures, Served, Store};
+pub use store::{Keep, QueueFigures, Served, Store};
 pub use tally::{Clock, Figures, Tally};

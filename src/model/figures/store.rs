@@ -16,6 +16,18 @@ use super::tally::{Clock, Figures, Tally};
 
 /// Leases kept per lane of the bound.
 pub const LEASES_PER_LANE: usize = 10;
+/// The bound leases are kept within is of at least this many lanes' (the
+/// turns under fairness by time need them with no lane tracked).
+pub const LEASE_FLOOR: usize = 10_000;
+
+/// What a turn keeps: figures of at most `lanes` lanes (`emq.stats-lanes`;
+/// 0: none), and whether it is under fairness by time (its leases kept all
+/// the same).
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    pub lanes: usize,
+    pub time: bool,
+}
 
 /// A turn's leases: when it claimed them and when the last of them ended
 /// (its jobs are worked one after another), and how many are still open.
@@ -38,6 +50,9 @@ pub struct QueueFigures {
     leases: HashMap<u64, u32>,
     turns: Vec<TurnEnd>,
     free: Vec<u32>,
+    /// Some of its leases came of turns under fairness by time: they are
+    /// kept with no lane tracked (`emq.stats-lanes 0`).
+    time: bool,
 }
 
 impl QueueFigures {
@@ -164,7 +179,9 @@ impl Store {
 
     /// A claim turn on `lane` of queue (`db`, `prefix`), decided by `clamp`,
     /// that leased `served` (none: a turn at its ceiling or throttled).
-    /// `cap`: `emq.stats-lanes` (0 records nothing).
+    /// `keep`: `emq.stats-lanes` (0 records no figures), and whether the
+    /// turn is under fairness by time (its leases are kept all the same:
+    /// their ends correct its charge).
     pub fn turn(
         &mut self,
         at: (i32, &[u8]),
@@ -172,12 +189,25 @@ impl Store {
         clock: Clock,
         clamp: Clamp,
         served: &[Served],
-        cap: usize,
+        keep: Keep,
     ) {
-        if cap == 0 {
-            return self.clear();
+        if keep.lanes == 0 && !keep.time {
+            return self.keep_within(0);
         }
         let q = Self::queue_mut(&mut self.queues, (&mut self.lanes, &mut self.leases), at);
+        if !served.is_empty() {
+            let turn = q.new_turn(clock.now_ms, served.len() as u32);
+            for s in served {
+                match q.leases.insert(job_key(s.job), turn) {
+                    Some(old) => q.close(old),
+                    None => self.leases += 1,
+                }
+            }
+            q.time |= keep.time;
+        }
+        if keep.lanes == 0 {
+            return self.bound(0);
+        }
         let jobs = served.len() as u64;
         let waits = served
             .iter()
@@ -192,16 +222,7 @@ impl Store {
                 t.wait(clock, wait);
             }
         });
-        if !served.is_empty() {
-            let turn = q.new_turn(clock.now_ms, served.len() as u32);
-            for s in served {
-                match q.leases.insert(job_key(s.job), turn) {
-                    Some(old) => q.close(old),
-                    None => self.leases += 1,
-                }
-            }
-        }
-        self.bound(cap);
+        self.bound(keep.lanes);
     }
 
     /// The queue's figures, made when missing (one lookup when there).
@@ -236,10 +257,6 @@ impl Store {
         (end_ms, clock): (i64, Clock),
         cap: usize,
     ) -> Option<u64> {
-        if cap == 0 {
-            self.clear();
-            return None;
-        }
         let q = self
             .queues
             .get_mut(&queue_key(at.0, at.1))
@@ -251,7 +268,9 @@ impl Store {
         let used = end_ms.saturating_sub(from).max(0) as u64;
         t.last_end_ms = t.last_end_ms.max(end_ms);
         q.close(i);
-        Self::record(q, &mut self.lanes, lane, |t| t.ended(clock, used));
+        if cap > 0 {
+            Self::record(q, &mut self.lanes, lane, |t| t.ended(clock, used));
+        }
         self.bound(cap);
         Some(used)
     }
@@ -295,119 +314,9 @@ impl Store {
                 .map(|q| std::mem::size_of::<(u64, QueueFigures)>() + 1 + q.prefix.len() + q.heap_bytes())
                 .sum::<usize>()
     }
-
-    /// Keeps within `cap` (`emq.stats-lanes`, perhaps just lowered; 0 forgets
-    /// everything): what a read does before it reads.
-    pub fn keep_within(&mut self, cap: usize) {
-        match cap {
-            0 => self.clear(),
-            _ => self.bound(cap),
-        }
-    }
-
-    /// Keeps within `cap` lanes and `cap × LEASES_PER_LANE` leases, dropping
-    /// a sixty-fourth more at once so that the scan is paid rarely.
-    fn bound(&mut self, cap: usize) {
-        if self.lanes > cap {
-            let drop = self.lanes - cap + cap / 64;
-            self.drop_idlest(drop);
-        }
-        let lease_cap = cap.saturating_mul(LEASES_PER_LANE);
-        if self.leases > lease_cap {
-            let drop = self.leases - lease_cap + lease_cap / 64;
-            self.drop_oldest_leases(drop);
-        }
-    }
-
-    /// Drops the `n` lanes recorded to longest ago; a queue left with no
-    /// lane and no lease goes too.
-    fn drop_idlest(&mut self, n: usize) {
-        let mut times: Vec<i64> = self
-            .queues
-            .values()
-            .flat_map(|q| q.lanes.values().map(|t| t.last_ms))
-            .collect();
-        let n = n.min(times.len());
-        if n == 0 {
-            return;
-        }
-        let (_, cutoff, _) = times.select_nth_unstable(n - 1);
-        let cutoff = *cutoff;
-        // Every lane idle longer than the cutoff, then as many at it as needed.
-        let below = times.iter().filter(|t| **t < cutoff).count();
-        let mut at_cutoff = n - below;
-        for q in self.queues.values_mut() {
-            q.lanes.retain(|_, t| {
-                let keep = t.last_ms > cutoff || (t.last_ms == cutoff && at_cutoff == 0);
-                if t.last_ms == cutoff && !keep {
-                    at_cutoff -= 1;
-                }
-                keep
-            });
-        }
-        self.lanes -= n;
-        self.drop_empty_queues();
-    }
-
-    /// Drops the `n` leases of the oldest turns (their jobs will end
-    /// uncounted).
-    fn drop_oldest_leases(&mut self, n: usize) {
-        let mut claimed: Vec<i64> = self
-            .queues
-            .values()
-            .flat_map(|q| q.leases.values().map(|i| q.turns[*i as usize].claimed_ms))
-            .collect();
-        let n = n.min(claimed.len());
-        if n == 0 {
-            return;
-        }
-        let (_, cutoff, _) = claimed.select_nth_unstable(n - 1);
-        let cutoff = *cutoff;
-        // Every lease of a turn older than the cutoff, then as many at it as
-        // needed.
-        let below = claimed.iter().filter(|t| **t < cutoff).count();
-        let mut at_cutoff = n - below;
-        for q in self.queues.values_mut() {
-            let gone: Vec<(u64, u32)> = q
-                .leases
-                .iter()
-                .filter(|(_, i)| {
-                    let t = q.turns[**i as usize].claimed_ms;
-                    t < cutoff
-                        || (t == cutoff && at_cutoff > 0 && {
-                            at_cutoff -= 1;
-                            true
-                        })
-                })
-                .map(|(k, i)| (*k, *i))
-                .collect();
-            for (job, i) in gone {
-                q.leases.remove(&job);
-                q.close(i);
-            }
-        }
-        self.leases -= n;
-        self.drop_empty_queues();
-    }
-
-    /// Drops the queues left with no lane and no lease, and gives back the
-    /// room the drops left (a bound lowered frees its memory).
-    fn drop_empty_queues(&mut self) {
-        self.queues
-            .retain(|_, q| !q.lanes.is_empty() || !q.leases.is_empty());
-        for q in self.queues.values_mut() {
-            if q.lanes.len() * 4 < q.lanes.capacity() {
-                q.lanes.shrink_to_fit();
-            }
-            if q.leases.len() * 4 < q.leases.capacity() {
-                q.leases.shrink_to_fit();
-            }
-        }
-        if self.queues.len() * 4 < self.queues.capacity() {
-            self.queues.shrink_to_fit();
-        }
-    }
 }
+
+mod bound;
 
 #[cfg(test)]
 mod tests;

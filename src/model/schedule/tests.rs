@@ -22,6 +22,7 @@ fn head(depth: u64, active: i64, limit: Option<i64>, weight: i64) -> Head {
         paused: false,
         rate: Ok(None),
         now_us: NOW_US,
+        time: None,
     }
 }
 

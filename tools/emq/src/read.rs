@@ -205,6 +205,7 @@ pub fn fig(flat: &[Value]) -> Fig {
         jobs: int_field(flat, "jobs").unwrap_or(0),
         share: float_field(flat, "share"),
         weight_share: float_field(flat, "weight_share"),
+        busy_share: float_field(flat, "busy_share"),
         wait_p99: int_field(flat, "wait_p99_ms"),
         oldest: int_field(flat, "oldest_wait_ms"),
     }

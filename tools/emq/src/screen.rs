@@ -29,11 +29,11 @@ pub fn table(area: Rect, buf: &mut Buffer, rows: &[LaneRow], now: i64) {
     } else {
         rows.len()
     };
-    let cells: Vec<[String; 11]> = rows[..shown].iter().map(|r| view::lane_cells(r, now)).collect();
+    let cells: Vec<[String; 12]> = rows[..shown].iter().map(|r| view::lane_cells(r, now)).collect();
     let widths: Vec<Constraint> = (0..HEADER.len())
         .map(|i| match i {
             // The name takes what is left.
-            10 => Constraint::Fill(1),
+            11 => Constraint::Fill(1),
             _ => {
                 let w = cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0);
                 Constraint::Length(w.max(HEADER[i].len()) as u16)
@@ -42,7 +42,7 @@ pub fn table(area: Rect, buf: &mut Buffer, rows: &[LaneRow], now: i64) {
         .collect();
     // Numbers right-aligned, the name left.
     let line = |i: usize, text: String| match i {
-        10 => Line::from(text),
+        11 => Line::from(text),
         _ => Line::from(text).right_aligned(),
     };
     let body = rows[..shown].iter().zip(cells).map(|(r, c)| {
@@ -144,6 +144,7 @@ mod tests {
             jobs: 30,
             share: 0.25,
             weight_share: 0.5,
+            busy_share: 0.75,
             wait_p99: Some(1_500),
             oldest: Some(61_000),
         });
@@ -153,15 +154,15 @@ mod tests {
         let t = text(80, 3, |area, buf| table(area, buf, &[r, damaged], 0));
         assert_eq!(
             t[0],
-            " DEPTH ACTIVE/LIMIT WEIGHT RATE PAUSED RINGED JOBS%   WT%  P99 OLDEST LANE"
+            " DEPTH ACTIVE/LIMIT WEIGHT RATE PAUSED RINGED JOBS%   WT% BUSY%  P99 OLDEST LANE"
         );
         assert_eq!(
             t[1],
-            "12,004          3/4      1    -    yes     2x 25.0% 50.0% 1.5s  1m01s tenant-wit"
+            "12,004          3/4      1    -    yes     2x 25.0% 50.0% 75.0% 1.5s  1m01s tena"
         );
         assert_eq!(
             t[2],
-            "     0          0/-    abc    -     no     no     -     -    -      - x"
+            "     0          0/-    abc    -     no     no     -     -     -    -      - x"
         );
         assert!(t.iter().all(|l| l.chars().count() <= 80));
     }

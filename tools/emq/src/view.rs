@@ -38,6 +38,8 @@ pub struct Fig {
     /// Its share of the queue's jobs, and of the weight of the lanes served.
     pub share: f64,
     pub weight_share: f64,
+    /// Its share of the queue's busy time (worker time its jobs used).
+    pub busy_share: f64,
     pub wait_p99: Option<i64>,
     /// How long its head has waited (nil: empty, or no mint time).
     pub oldest: Option<i64>,
@@ -168,9 +170,9 @@ fn rate_cell(text: &str) -> String {
 }
 
 /// The lanes table's columns: the lane's state, then its figures (its share
-/// of jobs beside its share of weight, wait p99, oldest wait), the name last
-/// (a long one costs only its own column).
-pub const HEADER: [&str; 11] = [
+/// of jobs beside its share of weight and of worker time, wait p99, oldest
+/// wait), the name last (a long one costs only its own column).
+pub const HEADER: [&str; 12] = [
     "DEPTH",
     "ACTIVE/LIMIT",
     "WEIGHT",
@@ -179,6 +181,7 @@ pub const HEADER: [&str; 11] = [
     "RINGED",
     "JOBS%",
     "WT%",
+    "BUSY%",
     "P99",
     "OLDEST",
     "LANE",
@@ -191,7 +194,7 @@ fn percent(v: f64) -> String {
 
 /// One lane's cells at server time `now`, in [`HEADER`]'s order. A
 /// throttled lane's rate, and a timed pause, say how long they have left.
-pub fn lane_cells(r: &LaneRow, now: i64) -> [String; 11] {
+pub fn lane_cells(r: &LaneRow, now: i64) -> [String; 12] {
     let left = || -> Option<String> {
         let at = r.back_at.as_deref()?;
         Some(match at.parse::<f64>() {
@@ -232,6 +235,7 @@ pub fn lane_cells(r: &LaneRow, now: i64) -> [String; 11] {
         },
         fig.map_or("-".into(), |f| percent(f.share)),
         fig.map_or("-".into(), |f| percent(f.weight_share)),
+        fig.map_or("-".into(), |f| percent(f.busy_share)),
         ms(fig.and_then(|f| f.wait_p99)),
         ms(fig.and_then(|f| f.oldest)),
         r.lane.clone(),
@@ -366,12 +370,14 @@ mod tests {
             jobs: 9,
             share: 0.1,
             weight_share: 0.25,
+            busy_share: 0.5,
             wait_p99: Some(850),
             oldest: None,
         });
         assert_eq!(
             lane_cells(&r, 0),
-            ["12,004", "3/4", "1", "-", "yes", "2x", "10.0%", "25.0%", "850ms", "-", "t"].map(String::from)
+            ["12,004", "3/4", "1", "-", "yes", "2x", "10.0%", "25.0%", "50.0%", "850ms", "-", "t"]
+                .map(String::from)
         );
         assert!(short_of_share(&r), "10% of the jobs for 25% of the weight");
         let mut damaged = row("x", 0);

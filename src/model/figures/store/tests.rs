@@ -11,6 +11,10 @@ fn clock(now_ms: i64) -> Clock {
     Clock::new(now_ms, 60_000)
 }
 
+fn keep(lanes: usize) -> Keep {
+    Keep { lanes, time: false }
+}
+
 fn served<'a>(jobs: &'a [Vec<u8>], first: bool) -> Vec<Served<'a>> {
     jobs.iter().map(|j| Served { job: j, first }).collect()
 }
@@ -24,11 +28,25 @@ fn a_turn_counts_for_its_lane_and_its_queue_and_waits_from_the_ids() {
         brand(b"JOB", now - 500, 2),
         b"JOB-plain".to_vec(),
     ];
-    s.turn(Q, b"a", clock(now), Clamp::Weight, &served(&jobs, true), CAP);
-    s.turn(Q, b"b", clock(now), Clamp::Ceiling, &[], CAP);
+    s.turn(
+        Q,
+        b"a",
+        clock(now),
+        Clamp::Weight,
+        &served(&jobs, true),
+        keep(CAP),
+    );
+    s.turn(Q, b"b", clock(now), Clamp::Ceiling, &[], keep(CAP));
     // Claimed again (after a retry): no second wait.
     let again = vec![brand(b"JOB", now - 9_000, 3)];
-    s.turn(Q, b"a", clock(now), Clamp::Depth, &served(&again, false), CAP);
+    s.turn(
+        Q,
+        b"a",
+        clock(now),
+        Clamp::Depth,
+        &served(&again, false),
+        keep(CAP),
+    );
     let q = s.queue(Q.0, Q.1).unwrap();
     let a = q.lane(b"a").unwrap().window(clock(now));
     assert_eq!((a.turns, a.jobs), (2, 4));
@@ -46,7 +64,14 @@ fn a_turn_counts_for_its_lane_and_its_queue_and_waits_from_the_ids() {
 fn a_turns_jobs_use_the_time_since_the_previous_end() {
     let mut s = Store::default();
     let jobs: Vec<Vec<u8>> = (0..3).map(|i| format!("JOB-{i}").into_bytes()).collect();
-    s.turn(Q, b"a", clock(1_000), Clamp::Weight, &served(&jobs, true), CAP);
+    s.turn(
+        Q,
+        b"a",
+        clock(1_000),
+        Clamp::Weight,
+        &served(&jobs, true),
+        keep(CAP),
+    );
     assert_eq!(
         s.lease_ended(Q, b"a", b"JOB-0", (1_300, clock(1_300)), CAP),
         Some(300)
@@ -85,7 +110,7 @@ fn a_turns_jobs_use_the_time_since_the_previous_end() {
         clock(2_000),
         Clamp::Weight,
         &served(&jobs[..1], true),
-        CAP,
+        keep(CAP),
     );
     assert_eq!(
         s.lease_ended(Q, b"a", b"JOB-0", (2_250, clock(2_250)), CAP),
@@ -97,8 +122,8 @@ fn a_turns_jobs_use_the_time_since_the_previous_end() {
 fn a_job_leased_again_replaces_its_old_lease() {
     let mut s = Store::default();
     let job = vec![b"JOB-1".to_vec()];
-    s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), CAP);
-    s.turn(Q, b"a", clock(5_000), Clamp::One, &served(&job, false), CAP);
+    s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), keep(CAP));
+    s.turn(Q, b"a", clock(5_000), Clamp::One, &served(&job, false), keep(CAP));
     assert_eq!(s.leases_tracked(), 1);
     assert_eq!(
         s.lease_ended(Q, b"a", b"JOB-1", (5_100, clock(5_100)), CAP),
@@ -110,8 +135,8 @@ fn a_job_leased_again_replaces_its_old_lease() {
 fn reset_forgets_a_queues_figures_but_not_its_leases() {
     let mut s = Store::default();
     let job = vec![b"JOB-1".to_vec()];
-    s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), CAP);
-    s.turn((0, b"other:"), b"a", clock(1_000), Clamp::One, &[], CAP);
+    s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), keep(CAP));
+    s.turn((0, b"other:"), b"a", clock(1_000), Clamp::One, &[], keep(CAP));
     s.reset(Q.0, Q.1);
     assert!(s.queue(Q.0, Q.1).unwrap().lane(b"a").is_none());
     assert_eq!(s.lanes_tracked(), 1, "the other queue's lane");
@@ -128,7 +153,7 @@ fn the_lanes_idle_longest_go_first_and_the_count_stays_bounded() {
     let cap = 640;
     for i in 0..2_000i64 {
         let lane = format!("lane-{i}");
-        s.turn(Q, lane.as_bytes(), clock(1_000 + i), Clamp::Depth, &[], cap);
+        s.turn(Q, lane.as_bytes(), clock(1_000 + i), Clamp::Depth, &[], keep(cap));
         assert!(s.lanes_tracked() <= cap);
     }
     let q = s.queue(Q.0, Q.1).unwrap();
@@ -143,10 +168,10 @@ fn the_lanes_idle_longest_go_first_and_the_count_stays_bounded() {
         } else {
             format!("lane-{i}")
         };
-        s.turn(Q, lane.as_bytes(), clock(1_000 + i), Clamp::Depth, &[], cap);
+        s.turn(Q, lane.as_bytes(), clock(1_000 + i), Clamp::Depth, &[], keep(cap));
     }
     let lane = b"lane-extra";
-    s.turn(Q, lane, clock(9_000), Clamp::Depth, &[], cap);
+    s.turn(Q, lane, clock(9_000), Clamp::Depth, &[], keep(cap));
     let q = s.queue(Q.0, Q.1).unwrap();
     assert!(q.lane(b"lane-0").is_some(), "served last but one");
     assert!(q.lane(b"lane-1").is_none(), "the idlest");
@@ -155,18 +180,29 @@ fn the_lanes_idle_longest_go_first_and_the_count_stays_bounded() {
 #[test]
 fn leases_are_bounded_the_oldest_turns_first() {
     let mut s = Store::default();
-    let cap = 64; // 640 leases
-    for i in 0..2_000i64 {
+    // At least LEASE_FLOOR lanes' worth: 100,000 leases.
+    let cap = 64;
+    let bound = LEASE_FLOOR * LEASES_PER_LANE;
+    let n = bound as i64 + 2_000;
+    for i in 0..n {
         let job = vec![format!("JOB-{i}").into_bytes()];
-        s.turn(Q, b"a", clock(1_000 + i), Clamp::One, &served(&job, true), cap);
-        assert!(s.leases_tracked() <= cap * LEASES_PER_LANE);
+        s.turn(
+            Q,
+            b"a",
+            clock(1_000 + i),
+            Clamp::One,
+            &served(&job, true),
+            keep(cap),
+        );
+        assert!(s.leases_tracked() <= bound);
     }
+    let last = format!("JOB-{}", n - 1);
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-1999", (9_000, clock(9_000)), CAP),
-        Some(9_000 - 2_999)
+        s.lease_ended(Q, b"a", last.as_bytes(), (n + 9_000, clock(n + 9_000)), cap),
+        Some(8_001)
     );
     assert_eq!(
-        s.lease_ended(Q, b"a", b"JOB-0", (9_000, clock(9_000)), CAP),
+        s.lease_ended(Q, b"a", b"JOB-0", (n + 9_000, clock(n + 9_000)), cap),
         None,
         "dropped"
     );
@@ -175,8 +211,8 @@ fn leases_are_bounded_the_oldest_turns_first() {
 #[test]
 fn a_cap_of_zero_records_nothing_and_forgets_all() {
     let mut s = Store::default();
-    s.turn(Q, b"a", clock(1_000), Clamp::Depth, &[], CAP);
-    s.turn(Q, b"b", clock(1_000), Clamp::Depth, &[], 0);
+    s.turn(Q, b"a", clock(1_000), Clamp::Depth, &[], keep(CAP));
+    s.turn(Q, b"b", clock(1_000), Clamp::Depth, &[], keep(0));
     assert_eq!((s.lanes_tracked(), s.bytes()), (0, std::mem::size_of::<Store>()));
 }
 
@@ -195,7 +231,7 @@ fn a_hundred_thousand_lanes_fit_the_documented_bound() {
             clock(now),
             Clamp::Weight,
             &served(&job, true),
-            CAP,
+            keep(CAP),
         );
         s.lease_ended(Q, lane.as_bytes(), &job[0], (now + 10, clock(now + 10)), CAP);
     }
@@ -222,7 +258,7 @@ fn a_lease_ending_keeps_the_bound_and_a_lower_bound_frees_memory() {
             clock(1_000),
             Clamp::One,
             &served(std::slice::from_ref(job), true),
-            100_000,
+            keep(100_000),
         );
     }
     let before = s.bytes();
@@ -254,7 +290,7 @@ fn a_mint_time_to_come_is_no_wait() {
         clock(1_000 + EPOCH),
         Clamp::Depth,
         &served(&ahead, true),
-        CAP,
+        keep(CAP),
     );
     let a = s
         .queue(Q.0, Q.1)
