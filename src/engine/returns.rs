@@ -241,7 +241,7 @@ fn lease_end<'q>(
     job: &RStr,
     sweep: Sweep,
 ) -> Result<Option<End<'q>>, Error> {
-    let row = q.row_place(job.bytes())?;
+    let row = q.row_ending(job.bytes())?;
     if sweep.group.is_some() && row.lane() != sweep.group {
         return Ok(None);
     }

@@ -78,19 +78,15 @@ impl<'q> Queue<'q> {
     /// ([`Row::state_now`]): a leased job, the common case, needs none.
     pub fn fenced_row(&self, job: &[u8]) -> Result<Row<'q>, Error> {
         let key = self.row_key(job)?.expect(Kind::Hash)?;
-        let [group, attempts, claimed, charged] = key.hash_get_many([
-            word(Word::Group),
-            word(Word::Attempts),
-            word(Word::Claimed),
-            word(Word::Charged),
-        ]);
+        let [group, attempts, charged] =
+            key.hash_get_many([word(Word::Group), word(Word::Attempts), word(Word::Charged)]);
         Ok(Row {
             exists: key.kind() == Kind::Hash,
+            stamp: stamp(key, charged),
             key,
             state: None,
             group,
             attempts,
-            stamp: stamp(claimed, charged),
         })
     }
 
@@ -98,19 +94,29 @@ impl<'q> Queue<'q> {
     /// the lane alone: `attempts` is not read (a field less per job).
     pub fn row_place(&self, job: &[u8]) -> Result<Row<'q>, Error> {
         let key = self.row_key(job)?;
-        let [state, group, claimed, charged] = key.hash_get_many([
-            word(Word::State),
-            word(Word::Group),
-            word(Word::Claimed),
-            word(Word::Charged),
-        ]);
+        let [state, group] = key.hash_get_many([word(Word::State), word(Word::Group)]);
         Ok(Row {
             exists: key.kind() == Kind::Hash,
             key,
             state,
             group,
             attempts: None,
-            stamp: stamp(claimed, charged),
+            stamp: None,
+        })
+    }
+
+    /// As [`Queue::row_place`], for a lease that ends: its stamp too.
+    pub fn row_ending(&self, job: &[u8]) -> Result<Row<'q>, Error> {
+        let key = self.row_key(job)?;
+        let [state, group, charged] =
+            key.hash_get_many([word(Word::State), word(Word::Group), word(Word::Charged)]);
+        Ok(Row {
+            exists: key.kind() == Kind::Hash,
+            stamp: stamp(key, charged),
+            key,
+            state,
+            group,
+            attempts: None,
         })
     }
 }
@@ -129,9 +135,10 @@ fn read(key: Key) -> Row {
     }
 }
 
-fn stamp(claimed: Option<RStr>, charged: Option<RStr>) -> Option<Stamp> {
-    Stamp::parse(
-        claimed.as_ref().map(RStr::bytes),
-        charged.as_ref().map(RStr::bytes),
-    )
+/// The row's stamp under fairness by time: `claimed` is read only when
+/// `charged` is there (a lease no time turn granted costs one field).
+fn stamp(key: Key, charged: Option<RStr>) -> Option<Stamp> {
+    let charged = charged?;
+    let claimed = key.hash_get(word(Word::Claimed));
+    Stamp::parse(claimed.as_ref().map(RStr::bytes), Some(charged.bytes()))
 }
