@@ -114,24 +114,7 @@ pub fn text(width: u16, height: u16, paint: impl FnOnce(Rect, &mut Buffer)) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::{Fig, Totals};
-
-    fn row(lane: &str, depth: u64) -> LaneRow {
-        LaneRow {
-            lane: lane.into(),
-            key: lane.as_bytes().to_vec(),
-            depth: Ok(depth),
-            active: None,
-            limit: None,
-            weight: None,
-            paused: Ok(false),
-            rate: None,
-            back_at: None,
-            rate_wait: false,
-            ringed: 1,
-            fig: None,
-        }
-    }
+    use crate::view::{row, Fig, Totals};
 
     #[test]
     fn a_table_shows_each_lanes_state_and_its_share_beside_its_weights() {

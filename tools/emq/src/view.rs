@@ -314,26 +314,28 @@ pub fn totals_lines(
     ]
 }
 
+/// A healthy lane's row of `depth` jobs, for the tests.
+#[cfg(test)]
+pub fn row(lane: &str, depth: u64) -> LaneRow {
+    LaneRow {
+        lane: lane.into(),
+        key: lane.as_bytes().to_vec(),
+        depth: Ok(depth),
+        active: None,
+        limit: None,
+        weight: None,
+        paused: Ok(false),
+        rate: None,
+        back_at: None,
+        rate_wait: false,
+        ringed: 1,
+        fig: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(lane: &str, depth: u64) -> LaneRow {
-        LaneRow {
-            lane: lane.into(),
-            key: lane.as_bytes().to_vec(),
-            depth: Ok(depth),
-            active: None,
-            limit: None,
-            weight: None,
-            paused: Ok(false),
-            rate: None,
-            back_at: None,
-            rate_wait: false,
-            ringed: 1,
-            fig: None,
-        }
-    }
 
     #[test]
     fn numbers_read_as_people_write_them() {

@@ -43,63 +43,35 @@ impl Store {
     /// Drops the `n` lanes recorded to longest ago; a queue left with no
     /// lane and no lease goes too.
     fn drop_idlest(&mut self, n: usize) {
-        let mut times: Vec<i64> = self
+        let times = self
             .queues
             .values()
-            .flat_map(|q| q.lanes.values().map(|t| t.last_ms))
-            .collect();
-        let n = n.min(times.len());
-        if n == 0 {
+            .flat_map(|q| q.lanes.values().map(|t| t.last_ms));
+        let Some(mut oldest) = Oldest::of(times.collect(), n) else {
             return;
-        }
-        let (_, cutoff, _) = times.select_nth_unstable(n - 1);
-        let cutoff = *cutoff;
-        // Every lane idle longer than the cutoff, then as many at it as needed.
-        let below = times.iter().filter(|t| **t < cutoff).count();
-        let mut at_cutoff = n - below;
+        };
         for q in self.queues.values_mut() {
-            q.lanes.retain(|_, t| {
-                let keep = t.last_ms > cutoff || (t.last_ms == cutoff && at_cutoff == 0);
-                if t.last_ms == cutoff && !keep {
-                    at_cutoff -= 1;
-                }
-                keep
-            });
+            q.lanes.retain(|_, t| !oldest.goes(t.last_ms));
         }
-        self.lanes -= n;
+        self.lanes -= oldest.n;
         self.drop_empty_queues();
     }
 
     /// Drops the `n` leases of the oldest turns (their jobs will end
     /// uncounted).
     fn drop_oldest_leases(&mut self, n: usize) {
-        let mut claimed: Vec<i64> = self
+        let claimed = self
             .queues
             .values()
-            .flat_map(|q| q.leases.values().map(|i| q.turns[*i as usize].claimed_ms))
-            .collect();
-        let n = n.min(claimed.len());
-        if n == 0 {
+            .flat_map(|q| q.leases.values().map(|i| q.turns[*i as usize].claimed_ms));
+        let Some(mut oldest) = Oldest::of(claimed.collect(), n) else {
             return;
-        }
-        let (_, cutoff, _) = claimed.select_nth_unstable(n - 1);
-        let cutoff = *cutoff;
-        // Every lease of a turn older than the cutoff, then as many at it as
-        // needed.
-        let below = claimed.iter().filter(|t| **t < cutoff).count();
-        let mut at_cutoff = n - below;
+        };
         for q in self.queues.values_mut() {
             let gone: Vec<(u64, u32)> = q
                 .leases
                 .iter()
-                .filter(|(_, i)| {
-                    let t = q.turns[**i as usize].claimed_ms;
-                    t < cutoff
-                        || (t == cutoff && at_cutoff > 0 && {
-                            at_cutoff -= 1;
-                            true
-                        })
-                })
+                .filter(|(_, i)| oldest.goes(q.turns[**i as usize].claimed_ms))
                 .map(|(k, i)| (*k, *i))
                 .collect();
             for (job, i) in gone {
@@ -107,7 +79,7 @@ impl Store {
                 q.close(i);
             }
         }
-        self.leases -= n;
+        self.leases -= oldest.n;
         self.drop_empty_queues();
     }
 
@@ -127,5 +99,42 @@ impl Store {
         if self.queues.len() * 4 < self.queues.capacity() {
             self.queues.shrink_to_fit();
         }
+    }
+}
+
+/// The `n` oldest of some times: every one before the cutoff, and as many at
+/// it as make `n` (asked in any order, each once).
+struct Oldest {
+    n: usize,
+    cutoff: i64,
+    at_cutoff: usize,
+}
+
+impl Oldest {
+    fn of(mut times: Vec<i64>, n: usize) -> Option<Oldest> {
+        let n = n.min(times.len());
+        if n == 0 {
+            return None;
+        }
+        let (_, cutoff, _) = times.select_nth_unstable(n - 1);
+        let cutoff = *cutoff;
+        let below = times.iter().filter(|t| **t < cutoff).count();
+        Some(Oldest {
+            n,
+            cutoff,
+            at_cutoff: n - below,
+        })
+    }
+
+    /// Whether the time `t` is among them.
+    fn goes(&mut self, t: i64) -> bool {
+        if t < self.cutoff {
+            return true;
+        }
+        if t == self.cutoff && self.at_cutoff > 0 {
+            self.at_cutoff -= 1;
+            return true;
+        }
+        false
     }
 }
