@@ -155,13 +155,16 @@ fn a_lane_in_debt_is_passed_over_and_stays_in_the_ring() {
         Some("-990000")
     );
     assert_eq!(support::emq_stat(&mut c, "lanes_passed"), 2);
-    // Every lane in debt: at most emq.max-passes passes, then one serves.
-    c.ok(&["CONFIG", "SET", "emq.max-passes", "5"]);
+    // Every lane in debt: at most emq.max-passes passes, then one serves;
+    // and a lane met again after a whole rotation serves.
     c.ok(&["HSET", &format!("{P}gcredit"), "c", "-1000000"]);
-    let before = support::emq_stat(&mut c, "lanes_passed");
-    let got = served(&c.ok(&["EMQ.WCLAIM", P, "60000"]));
-    assert_eq!(got.len(), 1, "served anyway: {got:?}");
-    assert_eq!(support::emq_stat(&mut c, "lanes_passed") - before, 5);
+    for (max, passes) in [(2, 2), (64, 3)] {
+        c.ok(&["CONFIG", "SET", "emq.max-passes", &max.to_string()]);
+        let before = support::emq_stat(&mut c, "lanes_passed");
+        let got = served(&c.ok(&["EMQ.WCLAIM", P, "60000"]));
+        assert_eq!(got.len(), 1, "served anyway: {got:?}");
+        assert_eq!(support::emq_stat(&mut c, "lanes_passed") - before, passes, "emq.max-passes {max}");
+    }
     // A CLAIM is count-fair under either policy: no pass.
     let before = support::emq_stat(&mut c, "lanes_passed");
     assert_eq!(served(&c.ok(&["EMQ.CLAIM", P, "60000"])).len(), 1);
@@ -217,6 +220,81 @@ fn a_turn_is_charged_at_once_and_corrected_when_its_leases_end() {
     let lane = c.ok(&["EMQ.LANE", P, "a"]);
     assert_eq!(lane.field("cost").unwrap().int(), cost);
     assert_eq!(lane.field("credit").unwrap().int(), after_two);
+}
+
+/// A damaged lane beside one deep in debt: the claim passes the one,
+/// skips the other, and serves the passed lane when it meets it again (a
+/// whole rotation served nothing) — polling and waiting claims alike.
+#[test]
+fn a_damaged_lane_never_leaves_a_claim_empty_under_fairness_by_time() {
+    let server = Server::start();
+    let mut c = server.conn();
+    c.ok(&["EMQ.POLICY", P, "fairness", "time", "QUANTUM", "1"]);
+    c.ok(&["EMQ.ENQUEUE", P, "a", "JOB-a1", "x"]);
+    for i in 0..9 {
+        let lane = format!("d{i}");
+        c.ok(&["EMQ.ENQUEUE", P, &lane, &format!("JOB-{lane}"), "x"]);
+        c.ok(&["HSET", &format!("{P}gcredit"), &lane, "garbage"]);
+    }
+    c.ok(&["HSET", &format!("{P}gcredit"), "a", "-1000000000000000"]);
+    let got = served(&c.ok(&["EMQ.WCLAIM", P, "1000"]));
+    assert_eq!(got.first().map(|j| j.0.as_str()), Some("JOB-a1"), "{got:?}");
+    // A waiting claim, woken by an enqueue into the indebted lane.
+    let waiter = server.call_in_thread(&["EMQ.WCLAIM", P, "1000", "BLOCK", "5000"]);
+    support::wait_for("the waiter", || support::emq_stat(&mut c, "blocked_clients") == 1);
+    c.ok(&["EMQ.ENQUEUE", P, "a", "JOB-a2", "x"]);
+    let got = served(&waiter.join().unwrap().unwrap());
+    assert_eq!(got.first().map(|j| j.0.as_str()), Some("JOB-a2"), "{got:?}");
+}
+
+/// A lease's end removes the row's stamp whatever it holds: with the lane's
+/// credit damaged (nothing corrected), or the stamp itself damaged.
+#[test]
+fn a_leases_end_removes_a_stamp_it_cannot_correct_from() {
+    let server = Server::start();
+    let mut c = server.conn();
+    c.ok(&["CONFIG", "SET", "emq.reap-on-claim", "0"]);
+    c.ok(&["EMQ.POLICY", P, "fairness", "time", "QUANTUM", "100"]);
+    fill(&mut c, P, "a", 3);
+    c.ok(&["HSET", &format!("{P}gcost"), "a", "1000"]);
+    let jobs = served(&c.ok(&["EMQ.BCLAIM", P, "100000"]));
+    assert_eq!(jobs.len(), 3);
+    let row = |c: &mut Conn, j: &str, f: &str| support::fixtures::row(c, P, j, f);
+    c.ok(&["HSET", &format!("{P}gcredit"), "a", "zz"]);
+    c.ok(&["EMQ.RETRY", P, &jobs[0].0, "1", "0", "5", "e"]);
+    assert_eq!(
+        (
+            row(&mut c, &jobs[0].0, "claimed"),
+            row(&mut c, &jobs[0].0, "charged")
+        ),
+        (None, None)
+    );
+    assert_eq!(
+        hget(&mut c, &format!("{P}gcredit"), "a").as_deref(),
+        Some("zz"),
+        "left as it is"
+    );
+    c.ok(&["HSET", &format!("{P}gcredit"), "a", "0"]);
+    c.ok(&["HSET", &format!("{P}job:{}", jobs[1].0), "charged", "garbage"]);
+    c.ok(&["EMQ.DELAY", P, &jobs[1].0, "1", "IN", "60000"]);
+    assert_eq!(
+        (
+            row(&mut c, &jobs[1].0, "claimed"),
+            row(&mut c, &jobs[1].0, "charged")
+        ),
+        (None, None)
+    );
+    c.ok(&["HDEL", &format!("{P}job:{}", jobs[2].0), "claimed"]);
+    assert_eq!(
+        c.ok(&["EMQ.RETRY", P, &jobs[2].0, "1", "0", "1", "e"]).text(),
+        "dead"
+    );
+    assert_eq!(row(&mut c, &jobs[2].0, "charged"), None);
+    assert_eq!(
+        hget(&mut c, &format!("{P}gcredit"), "a").as_deref(),
+        Some("0"),
+        "damaged stamps correct nothing"
+    );
 }
 
 #[test]

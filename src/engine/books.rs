@@ -13,7 +13,7 @@
 //! queue-wide key, is the command's error.
 
 use crate::ffi::{Arg, Key, RStr};
-use crate::model::credit::Stamp;
+use crate::model::credit::Stamped;
 use crate::model::error::{quote, Error};
 use crate::model::schedule::Lane;
 use crate::runtime::stats;
@@ -130,7 +130,7 @@ impl<'q> Books<'q> {
     /// `deadline`): its count drops by one, the figures count the time its
     /// job used, and under fairness by time that time corrects the lane's
     /// charge (the row, kept, loses its stamp).
-    pub fn lease_ended(&mut self, i: usize, job: &[u8], deadline: i64, row: Key<'q>, stamp: Option<Stamp>) {
+    pub fn lease_ended(&mut self, i: usize, job: &[u8], deadline: i64, row: Key<'q>, stamp: Stamped) {
         let lane = self.books[i].lane.bytes();
         let used = super::figures::lease_ended(self.q, lane, job, deadline);
         super::fairness::lease_ended(self.q, lane, Some(row), stamp, deadline, used);

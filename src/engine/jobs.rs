@@ -94,7 +94,7 @@ fn plan_leave<'q>(q: &Queue<'q>, job: Arg, row: &Row<'q>) -> Result<Leave<'q>, E
         }
         // Fairness by time corrects the lane's charge: its keys are checked
         // now.
-        super::fairness::check(q, row.stamp)?;
+        super::fairness::check(q, matches!(row.stamp, Some(Ok(_))))?;
         return Ok(Leave::Lease { lane });
     }
     match row.state_now() {

@@ -9,7 +9,7 @@
 //! sweep goes on past it (`books.rs`, bounded by [`Sweep::passes`]).
 
 use crate::ffi::{word, Arg, Key, RStr, Word};
-use crate::model::credit::Stamp;
+use crate::model::credit::Stamped;
 use crate::model::error::Error;
 use crate::model::layout::field;
 use crate::model::row::{return_fate, ReturnFate, Stalls, State};
@@ -74,13 +74,13 @@ enum End<'q> {
         row: Key<'q>,
         book: Option<usize>,
         stalled: Option<i64>,
-        stamp: Option<Stamp>,
+        stamp: Stamped,
     },
     Dies {
         row: Key<'q>,
         book: Option<usize>,
         stalled: i64,
-        stamp: Option<Stamp>,
+        stamp: Stamped,
     },
 }
 
@@ -153,16 +153,16 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
         .filter(|(_, _, e)| matches!(e, End::Dies { .. }))
         .count();
     // Fairness by time corrects the lanes' charges: its keys are checked now.
-    let stamped = ends.iter().find_map(|(_, _, e)| match e {
+    let correcting = ends.iter().any(|(_, _, e)| match e {
         End::Back {
             stamp, book: Some(_), ..
         }
         | End::Dies {
             stamp, book: Some(_), ..
-        } => *stamp,
-        _ => None,
+        } => matches!(stamp, Some(Ok(_))),
+        _ => false,
     });
-    super::fairness::check(q, stamped)?;
+    super::fairness::check(q, correcting)?;
     let graves = if deaths > 0 {
         Some((q.dead()?, super::counts::failed_count(q, deaths as i64)?))
     } else {

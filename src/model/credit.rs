@@ -65,6 +65,10 @@ impl Stamp {
     }
 }
 
+/// A row's stamp as read: none, or one a lease's end removes — sound, or
+/// damaged (a field missing or not an integer: no charge to correct).
+pub type Stamped = Option<Result<Stamp, ()>>;
+
 /// A lane's credit after it comes to the head: `weight × quantum` more.
 pub fn top_up(credit: i64, weight: i64, quantum_ms: i64) -> i64 {
     credit.saturating_add(weight.saturating_mul(quantum_ms).saturating_mul(1000))

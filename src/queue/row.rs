@@ -2,7 +2,7 @@
 //! call, as the decisions of `model::row` need them.
 
 use crate::ffi::{word, Key, Kind, RStr, Word};
-use crate::model::credit::Stamp;
+use crate::model::credit::{Stamp, Stamped};
 use crate::model::error::Error;
 use crate::model::layout;
 use crate::model::row::{RowView, State};
@@ -19,7 +19,7 @@ pub struct Row<'q> {
     pub attempts: Option<RStr>,
     /// Its stamp while leased under fairness by time (read by the commands
     /// that end a lease).
-    pub stamp: Option<Stamp>,
+    pub stamp: Stamped,
 }
 
 impl Row<'_> {
@@ -137,8 +137,8 @@ fn read(key: Key) -> Row {
 
 /// The row's stamp under fairness by time: `claimed` is read only when
 /// `charged` is there (a lease no time turn granted costs one field).
-fn stamp(key: Key, charged: Option<RStr>) -> Option<Stamp> {
+fn stamp(key: Key, charged: Option<RStr>) -> Stamped {
     let charged = charged?;
     let claimed = key.hash_get(word(Word::Claimed));
-    Stamp::parse(claimed.as_ref().map(RStr::bytes), Some(charged.bytes()))
+    Some(Stamp::parse(claimed.as_ref().map(RStr::bytes), Some(charged.bytes())).ok_or(()))
 }

@@ -195,6 +195,7 @@ impl<'q> Claim<'q> {
         let text = q.ctx.string_from_i64(credit);
         q.hset(credits, &[(lane.as_arg(), text.as_arg())], c"hset");
         self.passes.set(self.passes.get() + 1);
+        self.passed.borrow_mut().push(lane.bytes().into());
         q.call.count(&stats::LANES_PASSED, 1);
         Ok(())
     }

@@ -15,7 +15,7 @@ mod apply;
 mod plan;
 mod replay;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Word};
 use crate::model::credit::Fairness;
@@ -56,8 +56,10 @@ pub struct Claim<'q> {
     /// Under fairness by time (WCLAIM, BCLAIM): the quantum and the lanes'
     /// credits and costs.
     time: Option<TimeKeys<'q>>,
-    /// The lanes this claim passed over for their debt.
+    /// The lanes this claim passed over for their debt: one met again at the
+    /// head (a whole rotation served nothing) is served whatever its credit.
     passes: Cell<usize>,
+    passed: RefCell<Vec<Box<[u8]>>>,
 }
 
 /// What a claim under fairness by time reads: the quantum (ms), and
@@ -100,6 +102,7 @@ impl<'q> Claim<'q> {
             held: Cell::new(None),
             time,
             passes: Cell::new(0),
+            passed: RefCell::new(Vec::new()),
         };
         let claim = match claim.rates {
             Some(_) => Claim {

@@ -158,7 +158,8 @@ impl<'q> Claim<'q> {
                 quantum_ms: t.quantum_ms,
                 credit: Self::stored(t.credits, lane_arg),
                 cost: Self::stored(t.costs, lane_arg),
-                forced: self.passes.get() >= config::max_passes(),
+                forced: self.passes.get() >= config::max_passes()
+                    || self.passed.borrow().iter().any(|p| **p == *name),
             }),
         };
         let (k, clamp, state, time) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
