@@ -163,7 +163,11 @@ fn a_lane_in_debt_is_passed_over_and_stays_in_the_ring() {
         let before = support::emq_stat(&mut c, "lanes_passed");
         let got = served(&c.ok(&["EMQ.WCLAIM", P, "60000"]));
         assert_eq!(got.len(), 1, "served anyway: {got:?}");
-        assert_eq!(support::emq_stat(&mut c, "lanes_passed") - before, passes, "emq.max-passes {max}");
+        assert_eq!(
+            support::emq_stat(&mut c, "lanes_passed") - before,
+            passes,
+            "emq.max-passes {max}"
+        );
     }
     // A CLAIM is count-fair under either policy: no pass.
     let before = support::emq_stat(&mut c, "lanes_passed");
