@@ -103,6 +103,16 @@ impl<'q> Books<'q> {
         Ok(None)
     }
 
+    /// Where an entry whose row names `lane` goes back: `Some(Some(book))`
+    /// into its lane, `Some(None)` with no lane (the flat queue), `None` when
+    /// its lane's damage keeps it where it is.
+    pub fn home(&mut self, lane: Option<&[u8]>) -> Result<Option<Option<usize>>, Error> {
+        match lane {
+            None => Ok(Some(None)),
+            Some(lane) => Ok(self.open(lane)?.map(Some)),
+        }
+    }
+
     /// Counts and logs the entries left in place for their lane's damage
     /// (once the sweep can no longer fail: from [`Books::write`]).
     fn report_kept(&self) {

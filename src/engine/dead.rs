@@ -41,12 +41,8 @@ pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
         if !row.exists {
             continue;
         }
-        let book = match row.lane() {
-            Some(lane) => match books.open(lane)? {
-                Some(b) => Some(b),
-                None => continue,
-            },
-            None => None,
+        let Some(book) = books.home(row.lane())? else {
+            continue;
         };
         back.push((job, row.key, book));
     }

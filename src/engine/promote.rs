@@ -107,12 +107,8 @@ fn due_place<'q>(q: &Queue<'q>, books: &mut Books<'q>, job: &RStr) -> Result<Opt
     if !row.exists || row.state() != Some(State::Scheduled) {
         return Ok(Some(Due::Dropped));
     }
-    let book = match row.lane() {
-        Some(lane) => match books.open(lane)? {
-            Some(b) => Some(b),
-            None => return Ok(None),
-        },
-        None => None,
+    let Some(book) = books.home(row.lane())? else {
+        return Ok(None);
     };
     Ok(Some(Due::Back { row: row.key, book }))
 }

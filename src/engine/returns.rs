@@ -248,12 +248,8 @@ fn lease_end<'q>(
     if !row.exists || row.state() != Some(State::Active) {
         return Ok(Some(End::Dropped));
     }
-    let book = match row.lane() {
-        Some(lane) => match books.open(lane)? {
-            Some(b) => Some(b),
-            None => return Ok(None),
-        },
-        None => None,
+    let Some(book) = books.home(row.lane())? else {
+        return Ok(None);
     };
     let stalled_now = if sweep.stalls.count {
         row.key.hash_get(word(Word::Stalled))
