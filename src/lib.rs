@@ -68,6 +68,16 @@ mod module {
             drop(std::panic::take_hook());
             return Status::Err;
         }
+        // Slots come and go in a cluster: commands check their queue's
+        // slot against a view read on every tick; figures leave with an
+        // exported slot.
+        crate::ffi::events::subscribe(
+            ctx,
+            crate::ffi::events::Handlers {
+                tick: crate::runtime::cluster::refresh,
+                slots_gone: crate::engine::figures::forget_slots,
+            },
+        );
         // A test hook, only with `loadmodule … debug-panic`: proves that a
         // panic becomes an error reply and the server lives on.
         if debug_panic {

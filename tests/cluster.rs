@@ -6,96 +6,21 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
+use support::cluster::Cluster;
 use support::fixtures::served;
 use support::rng::Rng;
-use support::server::free_port;
-use support::{emq_stat, info_field, Conn, Reply, Server, Value};
+use support::{emq_stat, info_field, Value};
 
-const SLOTS: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
-
-/// One cluster at a time: a bus port is picked free and then released.
-static FORMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn start_cluster() -> Vec<Server> {
-    let _one_at_a_time = FORMING.lock().unwrap_or_else(|e| e.into_inner());
-    let buses: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
-    let nodes: Vec<Server> = buses
-        .iter()
-        .map(|bus| {
-            Server::start_with(&[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-port",
-                bus,
-                "--cluster-node-timeout",
-                "5000",
-            ])
-        })
-        .collect();
-    for (node, (lo, hi)) in nodes.iter().zip(SLOTS) {
-        node.conn()
-            .ok(&["CLUSTER", "ADDSLOTSRANGE", &lo.to_string(), &hi.to_string()]);
-    }
-    let mut first = nodes[0].conn();
-    for (node, bus) in nodes.iter().zip(&buses).skip(1) {
-        first.ok(&["CLUSTER", "MEET", "127.0.0.1", &node.port.to_string(), bus]);
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for node in &nodes {
-        let mut c = node.conn();
-        loop {
-            let info = c.ok(&["CLUSTER", "INFO"]).text();
-            if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the cluster did not form: {info}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    nodes
-}
-
-/// A client that sends each command to a node and follows MOVED.
-struct Client {
-    conns: Vec<(u16, Conn)>,
-}
-
-impl Client {
-    fn new(nodes: &[Server]) -> Client {
-        Client {
-            conns: nodes.iter().map(|n| (n.port, n.conn())).collect(),
-        }
-    }
-
-    fn cmd(&mut self, args: &[&str]) -> Reply {
-        let mut at = 0;
-        for _ in 0..3 {
-            match self.conns[at].1.cmd(args) {
-                Err(e) if e.starts_with("MOVED") => {
-                    let port: u16 = e.rsplit(':').next().unwrap().parse().unwrap();
-                    at = self
-                        .conns
-                        .iter()
-                        .position(|(p, _)| *p == port)
-                        .expect("a known node");
-                }
-                other => return other,
-            }
-        }
-        panic!("{args:?}: redirected in circles")
-    }
-
-    fn ok(&mut self, args: &[&str]) -> Value {
-        self.cmd(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-    }
+fn start_cluster() -> Cluster {
+    Cluster::start(3, 0, &[])
 }
 
 #[test]
 fn queues_are_served_across_a_three_node_cluster() {
-    let nodes = start_cluster();
-    let mut cc = Client::new(&nodes);
+    let cluster = start_cluster();
+    let nodes = &cluster.nodes;
+    let mut cc = cluster.client();
     for i in 0..60 {
         let p = format!("emq:{{tenant{i}}}:");
         assert_eq!(
@@ -113,7 +38,7 @@ fn queues_are_served_across_a_three_node_cluster() {
             );
         }
     }
-    for node in &nodes {
+    for node in nodes {
         assert!(
             emq_stat(&mut node.conn(), "claims") > 0,
             "node {} served no claim",
@@ -123,11 +48,7 @@ fn queues_are_served_across_a_three_node_cluster() {
     let e = cc.cmd(&["EMQ.WCLAIM", "emq:orders:", "1000"]).unwrap_err();
     assert!(e.contains("hash tag"), "{e}");
     // Sent to a node that does not own the prefix's slot: MOVED, even BLOCK.
-    let slot = nodes[0].conn().int(&["CLUSTER", "KEYSLOT", "emq:{tenant0}:"]);
-    let owner = SLOTS
-        .iter()
-        .position(|(lo, hi)| (*lo as i64..=*hi as i64).contains(&slot))
-        .unwrap();
+    let owner = cluster.owner(0, "emq:{tenant0}:");
     let mut wrong = nodes[(owner + 1) % 3].conn();
     assert!(wrong
         .cmd(&["EMQ.WCLAIM", "emq:{tenant0}:", "1000"])
@@ -152,9 +73,9 @@ fn queues_are_served_across_a_three_node_cluster() {
 /// lands in the prefix's slot, as `CLUSTER KEYSLOT` computes it.
 #[test]
 fn a_prefix_is_accepted_exactly_when_its_keys_share_its_slot() {
-    let nodes = start_cluster();
-    let mut c = nodes[0].conn();
-    let mut cc = Client::new(&nodes);
+    let cluster = start_cluster();
+    let mut c = cluster.nodes[0].conn();
+    let mut cc = cluster.client();
     let mut rng = Rng::new(7);
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..300 {
@@ -194,8 +115,8 @@ fn a_prefix_is_accepted_exactly_when_its_keys_share_its_slot() {
 
 #[test]
 fn lanes_and_repair_work_through_a_cluster() {
-    let nodes = start_cluster();
-    let mut cc = Client::new(&nodes);
+    let cluster = start_cluster();
+    let mut cc = cluster.client();
     for t in 0..6 {
         let p = format!("emq:{{t{t}}}:");
         for l in 0..300 {

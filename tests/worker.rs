@@ -90,3 +90,52 @@ fn a_worker_killed_mid_lease_loses_nothing() {
     assert_eq!(emq_stat(&mut c, "jobs_reaped"), 0, "no EMQ.REAP was called");
     let _ = Duration::ZERO;
 }
+
+/// The cluster worker (`examples/cluster_worker.rs`), pointed at a node that
+/// does not serve its queue, finds the owner; waiting there when the
+/// queue's slot moves key by key to the other node, it is answered MOVED
+/// and waits on the new owner, which serves it.
+#[test]
+fn the_cluster_worker_follows_its_queue_to_its_new_node() {
+    let cluster = support::cluster::Cluster::start(2, 0, &[]);
+    let mut a = cluster.nodes[0].conn();
+    let p = format!("emq:{{{}}}:", support::cluster::tag_on(&mut a, 0, 2, 0));
+    fill(&mut a, &p, "before", 2);
+    let ports = format!("{},{}", cluster.nodes[1].port, cluster.nodes[0].port);
+    let w = Command::new(built("cluster_worker"))
+        .args([ports.as_str(), &p, "4"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the cluster worker");
+    let completed = format!("{p}metrics:completed");
+    wait_for("two done, and the worker waits", || {
+        support::fixtures::hget(&mut a, &completed, "count").as_deref() == Some("2")
+            && emq_stat(&mut a, "blocked_clients") == 1
+    });
+    let slot = a.int(&["CLUSTER", "KEYSLOT", &p]).to_string();
+    let (ida, idb) = (cluster.id(0), cluster.id(1));
+    let mut b = cluster.nodes[1].conn();
+    b.ok(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &ida]);
+    a.ok(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &idb]);
+    let keys = a.ok(&["CLUSTER", "GETKEYSINSLOT", &slot, "1000"]).texts();
+    if !keys.is_empty() {
+        let port_b = cluster.nodes[1].port.to_string();
+        let mut args = vec!["MIGRATE", "127.0.0.1", &port_b, "", "0", "5000", "KEYS"];
+        args.extend(keys.iter().map(String::as_str));
+        a.ok(&args);
+    }
+    for c in [&mut b, &mut a] {
+        c.ok(&["CLUSTER", "SETSLOT", &slot, "NODE", &idb]);
+    }
+    wait_for("the worker waits on the new owner", || {
+        emq_stat(&mut b, "blocked_clients") == 1
+    });
+    fill(&mut b, &p, "after", 2);
+    let out = w.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let printed = String::from_utf8_lossy(&out.stdout);
+    for lane in ["before", "before", "after", "after"] {
+        assert!(printed.contains(&format!("lane {lane} ")), "{printed}");
+    }
+    assert_eq!(printed.lines().count(), 4, "{printed}");
+}

@@ -1,9 +1,10 @@
 //! [`Args`]: the cursor every command reads its arguments with, each typed
 //! by the grammar of `model::grammar`.
 
-use crate::ffi::{Arg, Argv};
+use crate::ffi::{Arg, Argv, Ctx};
 use crate::model::error::{Error, COUNT_RANGE};
 use crate::model::grammar;
+use crate::runtime::cluster;
 
 /// A command's arguments, read in order; running past the end is the
 /// server's arity error.
@@ -58,9 +59,12 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn prefix(&mut self, cluster: bool) -> Result<Arg<'a>, Error> {
+    /// The queue prefix, of a queue this node may work on now (in a
+    /// cluster: its slot served here, not moving key by key).
+    pub fn prefix(&mut self, ctx: &Ctx) -> Result<Arg<'a>, Error> {
         let p = self.arg()?;
-        grammar::prefix(p.bytes(), cluster)?;
+        grammar::prefix(p.bytes(), ctx.is_cluster())?;
+        cluster::may_work(ctx, p.bytes(), false)?;
         Ok(p)
     }
 

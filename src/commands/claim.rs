@@ -33,15 +33,26 @@ pub fn bclaim<'a>(call: &Call, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
 }
 
 fn claim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
-    wait::on_ready(ctx, &parse(ctx, argv, ClaimKind::One)?)
+    ready(ctx, argv, ClaimKind::One)
 }
 
 fn wclaim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
-    wait::on_ready(ctx, &parse(ctx, argv, ClaimKind::Weighted)?)
+    ready(ctx, argv, ClaimKind::Weighted)
 }
 
 fn bclaim_ready<'a>(ctx: &Ctx, argv: Argv<'a>) -> Result<Option<Reply>, Error> {
-    wait::on_ready(ctx, &parse(ctx, argv, ClaimKind::Batch)?)
+    ready(ctx, argv, ClaimKind::Batch)
+}
+
+/// A waiter woken: it claims, unless its queue's slot is moving key by key
+/// or has left this node; then it waits on (the server answers it `MOVED`
+/// once the slot has its new owner).
+fn ready<'a>(ctx: &Ctx, argv: Argv<'a>, kind: ClaimKind) -> Result<Option<Reply>, Error> {
+    match parse(ctx, argv, kind) {
+        Err(Error::SlotMoving) => Ok(None),
+        Err(e) => Err(e),
+        Ok(req) => wait::on_ready(ctx, &req),
+    }
 }
 
 /// The most a BLOCK timeout may be: the server adds it to its clock and
@@ -52,7 +63,7 @@ fn block_limit(now: i64) -> i64 {
 
 fn parse<'a>(ctx: &Ctx, argv: Argv<'a>, kind: ClaimKind) -> Result<Request<'a>, Error> {
     let mut args = Args::new(argv, 2, 4)?;
-    let prefix = args.prefix(ctx.is_cluster())?;
+    let prefix = args.prefix(ctx)?;
     let lease = args.lease()?;
     let block = match args.option("BLOCK")? {
         None => None,
@@ -79,7 +90,7 @@ pub fn turn<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     if !call.ctx.replayed() {
         return Err(Error::InternalCommand("EMQ.TURN"));
     }
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let deadline = args.int("deadline", i64::MIN, i64::MAX, INTEGER)?;
     let k = args.int("k", 1, i64::MAX, COUNT_RANGE)?;

@@ -18,7 +18,7 @@ const AT_MAX: i64 = 1 << 53;
 /// `EMQ.COMPLETE P job token`: 1, or 0 when the row is gone.
 pub fn complete<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let (job, token) = (args.arg()?, args.arg()?);
     let q = Queue::new(call, prefix);
     let done = jobs::complete(&q, job, token)?;
@@ -29,7 +29,7 @@ pub fn complete<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.RETRY P job token delay max error`: `scheduled` or `dead`.
 pub fn retry<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 6, 6)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let (job, token) = (args.arg()?, args.arg()?);
     let delay = grammar::delay(args.arg()?.bytes(), "delay")?;
     let max = args.int("max", 0, i64::MAX, MAX_RANGE)?;
@@ -51,7 +51,7 @@ pub fn retry<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.DELAY P job token IN ms | AT ms`. Reply 1.
 pub fn delay<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 5, 5)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let (job, token) = (args.arg()?, args.arg()?);
     let due = if args.keyword("IN") {
         let ms = grammar::delay(args.arg()?.bytes(), "IN")?;
@@ -74,7 +74,7 @@ pub fn delay<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.EXTEND P job token lease`: 1, 0 (not leased) or -1 (row gone).
 pub fn extend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 4, 4)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let (job, token) = (args.arg()?, args.arg()?);
     let lease = args.lease()?;
     debug_assert!(lease <= LEASE_MAX);

@@ -19,7 +19,7 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
         return Err(Error::WrongArity);
     }
     let mut args = Args::new(argv, 4, usize::MAX)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let rest = args.rest();
     let jobs: Vec<(Arg, Arg)> = rest.chunks(2).map(|p| (p[0], p[1])).collect();
@@ -38,7 +38,7 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.WEIGHT P lane weight` (an integer >= 1). Reply 1.
 pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let weight = args.arg()?;
     grammar::int_in(weight.bytes(), "weight", 1, i64::MAX, WEIGHT_RANGE)?;
@@ -50,7 +50,7 @@ pub fn weight<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.PAUSE P lane [FOR ms]`. Reply 1.
 pub fn pause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 4)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let for_ms = match args.left() {
         0 => None,
@@ -73,7 +73,7 @@ pub fn resume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.RATE P lane n period_ms [BURST b] | NONE`. Reply OK.
 pub fn rate<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 6)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let rate = if args.left() == 1 && args.keyword("NONE") {
         None
@@ -101,14 +101,14 @@ pub fn drain<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 
 fn prefix_and_lane<'a>(call: &Call, argv: Argv<'a>) -> Result<(Arg<'a>, Arg<'a>), Error> {
     let mut args = Args::new(argv, 2, 2)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     Ok((prefix, args.lane()?))
 }
 
 /// `EMQ.LIMIT P lane n | NONE`. Reply 1.
 pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let arg = args.arg()?;
     let limit = if grammar::is_keyword(arg.bytes(), "NONE") {
@@ -124,7 +124,7 @@ pub fn limit<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.REASSIGN P job lane`: -1, 0, -2 or 1, as `@greassign`.
 pub fn reassign<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let job = args.arg()?;
     let to = args.lane()?;
     let q = Queue::new(call, prefix);

@@ -13,7 +13,7 @@ use super::args::Args;
 /// `EMQ.LANE P lane`: a map in RESP3, a flat array in RESP2.
 pub fn lane<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 2)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let lane = args.lane()?;
     let q = Queue::new(call, prefix);
     views::lane(&q, lane)
@@ -22,14 +22,14 @@ pub fn lane<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.QUEUE P`: the queue at a glance.
 pub fn queue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, 1)?;
-    let q = Queue::new(call, args.prefix(call.ctx.is_cluster())?);
+    let q = Queue::new(call, args.prefix(call.ctx)?);
     views::queue(&q)
 }
 
 /// `EMQ.LANES P cursor [COUNT n]`: `[next_cursor, [lane, …]]`, as `SCAN`.
 pub fn lanes<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 4)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let cursor = args.arg()?;
     let count = args.count(10)? as u64;
     let cursor: u64 = std::str::from_utf8(cursor.bytes())
@@ -76,7 +76,7 @@ fn parse_repair<'a>(rest: &[Arg<'a>]) -> Result<(Vec<Arg<'a>>, bool, bool), Erro
 /// `EMQ.REPAIR P LANES n lane … [DRYRUN]` (an array of those maps).
 pub fn repair<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut a = Args::new(argv, 2, usize::MAX)?;
-    let prefix = a.prefix(call.ctx.is_cluster())?;
+    let prefix = a.prefix(call.ctx)?;
     let (lanes, dry, batch) = parse_repair(&a.rest())?;
     let q = Queue::new(call, prefix);
     let mut replies = repair::repair(&q, &lanes, dry)?;

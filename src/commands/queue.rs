@@ -16,7 +16,7 @@ use super::args::Args;
 /// `EMQ.QPAUSE P`. Reply 1.
 pub fn qpause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, 1)?;
-    let q = Queue::new(call, args.prefix(call.ctx.is_cluster())?);
+    let q = Queue::new(call, args.prefix(call.ctx)?);
     lanes::queue_pause(&q)?;
     Ok(Reply::Int(1))
 }
@@ -24,7 +24,7 @@ pub fn qpause<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.QRESUME P`. Reply 1.
 pub fn qresume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 1, 1)?;
-    let q = Queue::new(call, args.prefix(call.ctx.is_cluster())?);
+    let q = Queue::new(call, args.prefix(call.ctx)?);
     lanes::queue_resume(&q)?;
     Ok(Reply::Int(1))
 }
@@ -33,7 +33,7 @@ pub fn qresume<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// [QUANTUM ms]` | `EMQ.POLICY P fairness count`. Reply `OK`.
 pub fn policy<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 5)?;
-    let prefix = args.prefix(call.ctx.is_cluster())?;
+    let prefix = args.prefix(call.ctx)?;
     let setting = args.arg()?;
     if grammar::is_keyword(setting.bytes(), "fairness") {
         let policy = args.arg()?;

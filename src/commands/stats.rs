@@ -19,7 +19,7 @@ const DEFAULT_COUNT: usize = 10;
 /// | jobs | busy]`.
 pub fn stats<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut a = Args::new(argv, 1, usize::MAX)?;
-    let prefix = a.prefix(call.ctx.is_cluster())?;
+    let prefix = a.prefix(call.ctx)?;
     if a.left() == 1 {
         let q = Queue::new(call, prefix);
         if a.keyword("RESET") {

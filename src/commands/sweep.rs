@@ -18,7 +18,7 @@ const DEFAULT_COUNT: usize = 100;
 /// `EMQ.REAP P [GROUP lane | MAXSTALLED m] [COUNT n]`.
 pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut a = Args::new(argv, 1, 5)?;
-    let prefix = a.prefix(call.ctx.is_cluster())?;
+    let prefix = a.prefix(call.ctx)?;
     let (mut group, mut max_arg, mut count) = (None, None, DEFAULT_COUNT);
     while a.left() > 0 {
         if a.left() < 2 {
@@ -76,7 +76,7 @@ pub fn reap<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 /// `EMQ.PROMOTE P [COUNT n]`: the number promoted.
 pub fn promote<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut a = Args::new(argv, 1, 3)?;
-    let prefix = a.prefix(call.ctx.is_cluster())?;
+    let prefix = a.prefix(call.ctx)?;
     let count = a.count(DEFAULT_COUNT)?;
     let q = Queue::new(call, prefix);
     let promoted = promote_due(&q, count, PASSES)?;

@@ -24,7 +24,7 @@ use crate::ffi::block::TimerId;
 use crate::ffi::Ctx;
 use crate::model::row::Stalls;
 use crate::queue::Queue;
-use crate::runtime::{stats, Call};
+use crate::runtime::{cluster, stats, Call};
 
 use super::next::ring_due;
 use super::promote::promote_due;
@@ -214,7 +214,9 @@ fn fire(ctx: &mut Ctx, id: u64) {
         return;
     }
     let ctx = &*ctx;
-    if ctx.writes_paused() {
+    // Not while the queue's slot moves key by key (its keys are leaving or
+    // arriving) or has left: its waiters are answered `MOVED` by the server.
+    if ctx.writes_paused() || cluster::may_work(ctx, &prefix, true).is_err() {
         // Not now: the pause must see no writes (and the server aborts on
         // one with the AOF on or a replica attached). Again soon.
         arm(ctx, id, ctx.now_ms().saturating_add(RETRY_MS));

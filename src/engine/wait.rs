@@ -14,7 +14,7 @@ use crate::ffi::{Arg, Ctx, Reply};
 use crate::model::error::Error;
 use crate::model::schedule::ClaimKind;
 use crate::queue::Queue;
-use crate::runtime::{stats, Call};
+use crate::runtime::{cluster, stats, Call};
 
 use super::timer;
 use super::turn::Claim;
@@ -95,6 +95,11 @@ fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
 /// (`Some`), else keep waiting without writing anything (`None`). One that
 /// wrote and then served nothing replies an empty claim.
 pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
+    // No client sent this: the slot is read afresh before anything is
+    // written (a key-by-key migration may have begun since the last tick).
+    if cluster::may_work(ctx, req.prefix.bytes(), true).is_err() {
+        return Ok(None);
+    }
     let call = Call::new(ctx, false);
     let q = Queue::new(&call, req.prefix);
     let (paused, fairness) = q.queue_state()?;

@@ -89,6 +89,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_SelectDb,
         RedisModule_CreateTimer,
         RedisModule_StopTimer,
+        RedisModule_SubscribeToServerEvent,
         RedisModule_Log
     );
     None
@@ -205,11 +206,17 @@ pub fn release_constants() {
     }
 }
 
+/// Valkey 9's `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (not in
+/// the crate's header; older servers keep the bit and never read it).
+const HANDLE_ATOMIC_SLOT_MIGRATION: u32 = 1 << 5;
+
 /// Module options: the module signals a key modified itself, and only when
-/// it wrote the key (see `key.rs`).
+/// it wrote the key (see `key.rs`); a queue's slot may move by atomic slot
+/// migration (docs/production.md, "A cluster").
 pub fn set_module_options(ctx: &redis_module::Context) {
     let ctx = ctx.ctx;
-    let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    let options =
+        (raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | HANDLE_ATOMIC_SLOT_MIGRATION) as c_int;
     // SAFETY: the load context is live.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, options) };
 }

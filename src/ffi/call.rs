@@ -93,6 +93,24 @@ impl Ctx {
         }
     }
 
+    /// A call with no key whose reply is a string (`CLUSTER NODES`): its
+    /// text, or `None` for any other reply.
+    pub fn text_call(&self, cmd: &CStr, args: &[&[u8]]) -> Option<Vec<u8>> {
+        let args: Vec<RStr> = args.iter().map(|a| self.string(a)).collect();
+        let mut argv: Vec<*mut raw::RedisModuleString> = args.iter().map(|a| a.ptr).collect();
+        let reply = self.call_argv(cmd, &mut argv).ok()?;
+        // SAFETY: a reply the call returned, read and freed once.
+        unsafe {
+            let mut len = 0usize;
+            let text = (api!(RedisModule_CallReplyType)(reply) == raw::REDISMODULE_REPLY_STRING as c_int)
+                .then(|| api!(RedisModule_CallReplyStringPtr)(reply, &mut len))
+                .filter(|p| !p.is_null())
+                .map(|p| std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec());
+            api!(RedisModule_FreeCallReply)(reply);
+            text
+        }
+    }
+
     /// `RM_Call(cmd, argv…)`: the reply, which the caller frees.
     fn call_argv(
         &self,

@@ -16,7 +16,7 @@
 //! - `propagate`: replication;
 //! - `reply`: a command's reply, built first and sent whole;
 //! - `boundary`: the server's callbacks; errors and panics become replies;
-//! - `block`: blocked clients and timers;
+//! - `block`: blocked clients and timers; `events`: the server's events;
 //! - `docs`: a command's metadata; `register`: commands and ACL categories;
 //! - `alloc`: the server's allocator.
 
@@ -30,6 +30,7 @@ mod boundary;
 mod call;
 mod ctx;
 pub mod docs;
+pub mod events;
 mod guard;
 mod hash;
 mod key;

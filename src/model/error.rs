@@ -20,6 +20,9 @@ pub enum Error {
     EmptyLane,
     /// Cluster mode and the prefix has no non-empty `{hash tag}`.
     NoHashTag,
+    /// Cluster mode and the queue's slot is migrating or importing key by
+    /// key here, or is served elsewhere (a command let in by `ASKING`).
+    SlotMoving,
     /// A client argument that is not what the command takes.
     BadArg {
         name: &'static str,
@@ -112,6 +115,9 @@ impl Error {
                 "ERR in cluster mode the prefix must contain a non-empty hash tag, e.g. emq:{orders}:"
                     .to_string()
             }
+            Error::SlotMoving => "TRYAGAIN the queue's slot is being migrated key by key; \
+                 try again when the move is done"
+                .to_string(),
             Error::BadArg { name, expected } => format!("ERR {name} must be {expected}"),
             Error::BadStored {
                 what,
@@ -183,6 +189,7 @@ mod tests {
             Error::EmptyPrefix,
             Error::EmptyLane,
             Error::NoHashTag,
+            Error::SlotMoving,
             Error::bad_arg("lease", LEASE_RANGE),
             Error::bad_stored("weight of lane", b"a", b"p:gweight", INTEGER),
             Error::Overflow {
@@ -207,7 +214,7 @@ mod tests {
             let m = e.message().expect("worded by the module");
             let class = m.split(' ').next().unwrap();
             assert!(
-                ["ERR", "WRONGTYPE", "NOPERM", "EMQKIND", "EMQSTALE"].contains(&class),
+                ["ERR", "WRONGTYPE", "NOPERM", "TRYAGAIN", "EMQKIND", "EMQSTALE"].contains(&class),
                 "{m}"
             );
         }

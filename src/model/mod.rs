@@ -8,8 +8,10 @@
 //! - `schedule`: serviceability, the turn's `K`, the ring's moves;
 //! - `row`: a job row's decisions (lease a head? die of stalls?);
 //! - `figures`: the per-lane figures (turns, clamps, waits, busy time);
-//! - `credit`: fairness by time (deficit round robin over the turn's K).
+//! - `credit`: fairness by time (deficit round robin over the turn's K);
+//! - `cluster`: a queue's hash slot and this node's hold on it.
 
+pub mod cluster;
 pub mod credit;
 pub mod error;
 pub mod figures;

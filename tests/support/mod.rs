@@ -2,9 +2,12 @@
 //! (`resp`), the Lua twins called as EchoMQ's host calls them (`twins`),
 //! keyspace snapshots (`snapshot`) and their invariants (`invariants`),
 //! fixtures (`fixtures`), random streams of commands (`drive`, `rng`), and
-//! replicas and the AOF (`replication`).
+//! replicas and the AOF (`replication`), clusters and a client that
+//! follows them (`cluster`).
 #![allow(dead_code, unused_imports)]
 
+pub mod cluster;
+pub mod cluster_client;
 pub mod drive;
 pub mod fixtures;
 pub mod invariants;

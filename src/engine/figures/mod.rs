@@ -9,6 +9,7 @@ mod view;
 
 use std::cell::RefCell;
 
+use crate::model::cluster::{in_ranges, key_slot};
 use crate::model::figures::{Clock, Keep, Store};
 use crate::model::schedule::Clamp;
 use crate::queue::Queue;
@@ -57,6 +58,13 @@ pub fn lease_ended(q: &Queue, lane: &[u8], job: &[u8], end_ms: i64) -> Option<u6
 /// EMQ.STATS P RESET.
 pub fn reset(q: &Queue) {
     STORE.with(|s| s.borrow_mut().reset(q.ctx.db(), q.prefix_bytes));
+}
+
+/// The queues of `slots` (inclusive ranges) left this server by an atomic
+/// slot migration: their figures go with nothing (they are not in the
+/// keyspace; the new owner counts from the move).
+pub fn forget_slots(slots: &[(u16, u16)]) {
+    STORE.with(|s| s.borrow_mut().forget(|prefix| in_ranges(key_slot(prefix), slots)));
 }
 
 /// `INFO emq`: lanes and leases tracked, and the bytes the figures hold.

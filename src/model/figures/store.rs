@@ -289,6 +289,20 @@ impl Store {
         }
     }
 
+    /// Forgets the queues whose prefix `gone` names, leases and all (their
+    /// keys left this server: a slot migrated away).
+    pub fn forget(&mut self, gone: impl Fn(&[u8]) -> bool) {
+        let (lanes, leases) = (&mut self.lanes, &mut self.leases);
+        self.queues.retain(|_, q| {
+            let keep = !gone(&q.prefix);
+            if !keep {
+                *lanes -= q.lanes.len();
+                *leases -= q.leases.len();
+            }
+            keep
+        });
+    }
+
     /// Forgets everything (`emq.stats-lanes 0`).
     pub fn clear(&mut self) {
         if self.lanes > 0 || self.leases > 0 || !self.queues.is_empty() {

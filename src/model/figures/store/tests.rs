@@ -148,6 +148,36 @@ fn reset_forgets_a_queues_figures_but_not_its_leases() {
 }
 
 #[test]
+fn forgetting_queues_takes_their_lanes_and_leases_and_leaves_the_rest() {
+    let mut s = Store::default();
+    let job = vec![b"JOB-1".to_vec()];
+    s.turn(Q, b"a", clock(1_000), Clamp::One, &served(&job, true), keep(CAP));
+    s.turn(Q, b"b", clock(1_000), Clamp::One, &[], keep(CAP));
+    s.turn(
+        (0, b"other:"),
+        b"a",
+        clock(1_000),
+        Clamp::One,
+        &served(&job, true),
+        keep(CAP),
+    );
+    let bytes = s.bytes();
+    s.forget(|prefix| prefix == Q.1);
+    assert!(s.queue(Q.0, Q.1).is_none());
+    assert_eq!(
+        (s.lanes_tracked(), s.leases_tracked()),
+        (1, 1),
+        "the other queue's"
+    );
+    assert!(s.bytes() < bytes);
+    assert_eq!(s.lease_ended(Q, b"a", b"JOB-1", (1_400, clock(1_400)), CAP), None);
+    assert_eq!(
+        s.lease_ended((0, b"other:"), b"a", b"JOB-1", (1_400, clock(1_400)), CAP),
+        Some(400)
+    );
+}
+
+#[test]
 fn the_lanes_idle_longest_go_first_and_the_count_stays_bounded() {
     let mut s = Store::default();
     let cap = 640;
