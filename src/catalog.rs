@@ -3,7 +3,7 @@
 //! (flags, arity, `COMMAND DOCS`). `lib.rs` registers what is here;
 //! docs/commands.md describes the same table (a test keeps them in step).
 
-use crate::commands::{claim, dead, jobs, lanes, operate, queue, stats, sweep, Handler};
+use crate::commands::{claim, dead, flat, jobs, lanes, operate, queue, stats, sweep, Handler};
 use crate::ffi::docs::{ArgDoc, ArgKind, CommandSpec};
 use crate::ffi::{Argv, Ctx, Reply};
 use crate::model::error::Error;
@@ -60,6 +60,7 @@ const BLOCK: ArgDoc = optional(keyed("BLOCK", "timeout", ArgKind::Int));
 const COUNT: ArgDoc = optional(keyed("COUNT", "count", ArgKind::Int));
 const NONE: ArgDoc = keyed("NONE", "none", ArgKind::Token);
 const JOB_PAYLOAD: &[ArgDoc] = &[JOB, arg("payload", ArgKind::Str)];
+const JOB_TOKEN: &[ArgDoc] = &[JOB, TOKEN];
 const LIMIT_VALUE: &[ArgDoc] = &[arg("limit", ArgKind::Int), NONE];
 const RATE_VALUE: &[ArgDoc] = &[
     arg(
@@ -233,6 +234,21 @@ pub const COMMANDS: &[Command] = &[
     command("emq.policy", Replies(queue::policy), "write fast", -4, &[PREFIX, arg("setting", ArgKind::OneOf(POLICY_SETTING))],
         "Sets the queue's policies: max-stalled (every return of an expired lease counts the job's stalls and kills it at the threshold), and fairness (count, EchoMQ's rule, or time: a weight is a share of worker time the module measures).",
         "O(1)", true),
+    command("emq.qenqueue", Replies(flat::qenqueue), "write deny-oom", -4, &[PREFIX, many("job-payload", ArgKind::Block(JOB_PAYLOAD))],
+        "Writes each new job's row and adds it to the flat queue P pending (EchoMQ's @enqueue), skipping duplicates; wakes the flat claims waiting.",
+        "O(M log N) for M jobs added to a queue of N.", true),
+    command("emq.qschedule", Replies(flat::qschedule), "write deny-oom", 6, &[PREFIX, JOB, arg("payload", ArgKind::Str), arg("when", ArgKind::OneOf(WHEN))],
+        "Writes a new job's row as scheduled, due IN ms from now or AT a time (EchoMQ's @schedule).",
+        "O(log N)", false),
+    command("emq.qclaim", MayBlock(flat::qclaim), "write blocking", -3, &[PREFIX, LEASE, BLOCK],
+        "Leases the flat queue's first job (EchoMQ's @claim); with BLOCK, waits for one.",
+        "O(log N)", false),
+    command("emq.qbclaim", MayBlock(flat::qbclaim), "write blocking", -4, &[PREFIX, LEASE, arg("n", ArgKind::Int), BLOCK],
+        "Leases up to n of the flat queue's first jobs, one deadline (EchoMQ's @bclaim); with BLOCK, waits for one.",
+        "O(n log N)", false),
+    command("emq.mextend", Replies(flat::mextend), "write fast", -5, &[PREFIX, LEASE, many("job-token", ArgKind::Block(JOB_TOKEN))],
+        "Moves each leased job's deadline to now + lease under its token (EchoMQ's @extend_locks); replies the ids not extended.",
+        "O(M log N) for M jobs.", false),
     reader("emq.dead", Replies(dead::dead), -2, &[PREFIX, COUNT],
         "Lists dead jobs: id, lane, last error.",
         "O(log D + N) for N listed of D dead jobs."),

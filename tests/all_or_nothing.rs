@@ -234,6 +234,34 @@ fn cases() -> Vec<Case> {
             command: &["EMQ.REPAIR", "a"],
         },
         Case {
+            name: "flat enqueue",
+            setup: |_| {},
+            command: &["EMQ.QENQUEUE", "JOB-1", "p1", "JOB-2", "p2"],
+        },
+        Case {
+            name: "flat schedule",
+            setup: |_| {},
+            command: &["EMQ.QSCHEDULE", "JOB-1", "p1", "IN", "1000"],
+        },
+        Case {
+            name: "flat claim",
+            setup: |c| run(c, &["EMQ.QENQUEUE", "JOB-1", "p1"]),
+            command: &["EMQ.QCLAIM", "60000"],
+        },
+        Case {
+            name: "flat batch claim",
+            setup: |c| run(c, &["EMQ.QENQUEUE", "JOB-1", "p1", "JOB-2", "p2"]),
+            command: &["EMQ.QBCLAIM", "60000", "2"],
+        },
+        Case {
+            name: "extend many",
+            setup: |c| {
+                run(c, &["EMQ.QENQUEUE", "JOB-1", "p1", "JOB-2", "p2"]);
+                run(c, &["EMQ.QBCLAIM", "60000", "2"]);
+            },
+            command: &["EMQ.MEXTEND", "120000", "JOB-1", "1", "JOB-2", "1"],
+        },
+        Case {
             name: "queue pause",
             setup: |_| {},
             command: &["EMQ.QPAUSE"],

@@ -16,6 +16,7 @@ mod support;
 mod claims;
 mod drive;
 mod figures;
+mod flat;
 mod lifecycle;
 mod output;
 mod throughput;
@@ -55,6 +56,7 @@ fn main() {
         set_config(&mut bench.c, "emq.replicate", mode);
         bench.claim_scenarios(&mut rows, suffix);
         bench.lifecycle_scenarios(&mut rows, suffix);
+        bench.flat_scenarios(&mut rows, suffix);
         if mode == "effects" {
             bench.once_scenarios(&mut rows);
             bench.sweep_scenarios(&mut rows);

@@ -68,11 +68,11 @@ fn names_are_unique_and_lower_case() {
 }
 
 #[test]
-fn only_enqueue_is_refused_when_memory_is_full() {
+fn only_the_enqueues_are_refused_when_memory_is_full() {
     for c in COMMANDS {
         assert_eq!(
             c.spec.flags.contains("deny-oom"),
-            c.spec.name == "emq.enqueue",
+            ["emq.enqueue", "emq.qenqueue", "emq.qschedule"].contains(&c.spec.name),
             "{}",
             c.spec.name
         );

@@ -65,22 +65,28 @@ fn parse<'a>(ctx: &Ctx, argv: Argv<'a>, kind: ClaimKind) -> Result<Request<'a>, 
     let mut args = Args::new(argv, 2, 4)?;
     let prefix = args.prefix(ctx)?;
     let lease = args.lease()?;
-    let block = match args.option("BLOCK")? {
-        None => None,
-        Some(ms) => {
-            let ms = grammar::int_in(ms.bytes(), "BLOCK timeout", 0, i64::MAX, TIMEOUT_RANGE)?;
-            if ms > block_limit(ctx.now_ms()) {
-                return Err(Error::TimeoutRange);
-            }
-            Some(ms)
-        }
-    };
+    let block = block(ctx, &mut args)?;
     Ok(Request {
         prefix,
         kind,
         lease,
         block,
     })
+}
+
+/// The trailing `[BLOCK ms]`: the timeout (0 = forever), one the server
+/// accepts.
+pub(super) fn block(ctx: &Ctx, args: &mut Args) -> Result<Option<i64>, Error> {
+    match args.option("BLOCK")? {
+        None => Ok(None),
+        Some(ms) => {
+            let ms = grammar::int_in(ms.bytes(), "BLOCK timeout", 0, i64::MAX, TIMEOUT_RANGE)?;
+            if ms > block_limit(ctx.now_ms()) {
+                return Err(Error::TimeoutRange);
+            }
+            Ok(Some(ms))
+        }
+    }
 }
 
 /// `EMQ.TURN P lane deadline K leaves`: internal, accepted only from the

@@ -68,6 +68,7 @@ pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
     }
     if let Some(flat) = flat {
         q.zadd(flat, Score::zero(), &flat_back);
+        q.wake_flat_waiters();
     }
     books.write()?;
     q.call.count(&stats::JOBS_REVIVED, back.len() as u64);

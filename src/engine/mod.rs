@@ -3,6 +3,7 @@
 //! - `turn`: one claim turn (open → plan → apply), and its replay;
 //! - `wait`: claims that block; `timer`: the timer of waiting clients;
 //! - `jobs`: a job's transitions (complete, retry, delay, extend);
+//! - `flat`, `flat_claim`: EchoMQ's flat (lane-less) queue;
 //! - `returns`: expired leases back; `promote`: due jobs back;
 //! - `books`: the lanes such returns put jobs into, and the ring after;
 //! - `lanes`: lane and queue administration; `rate`: rates and timed
@@ -17,6 +18,8 @@ pub mod counts;
 pub mod dead;
 pub mod fairness;
 pub mod figures;
+pub mod flat;
+pub mod flat_claim;
 pub mod jobs;
 pub mod lanes;
 pub mod next;

@@ -91,6 +91,7 @@ pub fn promote_due(q: &Queue, max: usize, passes: usize) -> Result<Promoted, Err
     }
     if let Some(flat) = flat {
         q.zadd(flat, Score::zero(), &flat_back);
+        q.wake_flat_waiters();
     }
     books.write()?;
     if dropped > 0 {

@@ -209,6 +209,7 @@ pub fn return_expired(q: &Queue, sweep: Sweep) -> Result<Returned, Error> {
     }
     if let Some(flat) = flat {
         q.zadd(flat, Score::zero(), &flat_back);
+        q.wake_flat_waiters();
     }
     if let Some((dead, failed)) = graves {
         q.zadd(dead, Score::zero(), &buried);

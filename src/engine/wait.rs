@@ -133,7 +133,7 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
 }
 
 /// However a wait ends (served, timed out, gone): one waiter fewer.
-fn wait_ended(ctx: Option<&Ctx>, watch: u64) {
+pub(super) fn wait_ended(ctx: Option<&Ctx>, watch: u64) {
     stats::BLOCKED.sub(1);
     timer::unwatch(ctx, watch);
 }

@@ -92,6 +92,22 @@ pub fn head_fate<'a>(lane: &[u8], row: &RowView<'a>) -> Fate<'a> {
     }
 }
 
+/// The fate of a head of the flat queue `P pending` (EMQ.QCLAIM): leased
+/// when its row names no lane and is not leased, delayed or dead; a head
+/// with no such row is a stray (docs/damage.md, "The flat queue").
+pub fn flat_head_fate<'a>(row: &RowView<'a>) -> Fate<'a> {
+    match head_fate(b"", &RowView { group: None, ..*row }) {
+        Fate::Stray(Home::Flat) => match row.group {
+            Some(g) => Fate::Stray(Home::Lane(g)),
+            None => match next_attempts(row.attempts) {
+                Some(n) => Fate::Lease(n),
+                None => Fate::Damaged,
+            },
+        },
+        other => other,
+    }
+}
+
 /// `HINCRBY attempts 1` of a row whose attempts reads `attempts`: `None`
 /// when it is not an integer or would overflow (the script would fail).
 pub fn next_attempts(attempts: Option<&[u8]>) -> Option<i64> {
@@ -137,6 +153,44 @@ pub fn return_fate(stalled: Option<&[u8]>, stalls: Stalls) -> ReturnFate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flat_head_is_leased_only_when_its_row_names_no_lane() {
+        let row = |state: Option<&'static [u8]>,
+                   group: Option<&'static [u8]>,
+                   attempts: Option<&'static [u8]>| RowView {
+            exists: true,
+            state,
+            group,
+            attempts,
+        };
+        assert_eq!(
+            flat_head_fate(&row(Some(b"pending"), None, Some(b"0"))),
+            Fate::Lease(1)
+        );
+        assert_eq!(flat_head_fate(&row(None, None, Some(b"4"))), Fate::Lease(5));
+        assert_eq!(
+            flat_head_fate(&row(Some(b"pending"), Some(b"a"), Some(b"0"))),
+            Fate::Stray(Home::Lane(b"a"))
+        );
+        assert_eq!(
+            flat_head_fate(&row(Some(b"active"), None, Some(b"1"))),
+            Fate::Stray(Home::Elsewhere)
+        );
+        assert_eq!(
+            flat_head_fate(&row(Some(b"dead"), Some(b"a"), Some(b"1"))),
+            Fate::Stray(Home::Elsewhere)
+        );
+        assert_eq!(
+            flat_head_fate(&row(Some(b"pending"), None, Some(b"x"))),
+            Fate::Damaged
+        );
+        let gone = RowView {
+            exists: false,
+            ..row(None, None, None)
+        };
+        assert_eq!(flat_head_fate(&gone), Fate::Stray(Home::Elsewhere));
+    }
 
     fn row<'a>(state: Option<&'a str>, group: Option<&'a str>, attempts: Option<&'a str>) -> RowView<'a> {
         RowView {

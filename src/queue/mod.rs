@@ -219,13 +219,24 @@ impl<'q> Queue<'q> {
         }
     }
 
-    /// Wakes the claims waiting on the queue, to look at the ring again: for
-    /// a change no ring push signals (a resumed queue, a damaged weight,
-    /// ceiling or count mended while its lane is in the ring).
+    /// Wakes the claims waiting on the queue, to look at the ring (and the
+    /// flat queue) again: for a change no push signals (a resumed queue, a
+    /// damaged weight, ceiling or count mended while its lane is in the ring).
     pub fn wake_waiters(&self) {
         let ring = self.name(Fixed::Ring).as_arg();
         if self.ctx.key_exists(ring) {
             self.ctx.signal_ready(ring);
+        }
+        self.wake_flat_waiters();
+    }
+
+    /// Wakes the flat claims (EMQ.QCLAIM, QBCLAIM) waiting on `P pending`:
+    /// a job added there by the module (a creating write signals by itself;
+    /// an added job may land behind heads no claim can lease).
+    pub fn wake_flat_waiters(&self) {
+        let pending = self.name(Fixed::Flat).as_arg();
+        if self.ctx.key_exists(pending) {
+            self.ctx.signal_ready(pending);
         }
     }
 

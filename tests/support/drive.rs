@@ -166,7 +166,23 @@ impl Driver {
             }
             14..=16 => {
                 let job = self.fresh_job();
-                Op::new("flat-enqueue", &[&job])
+                if self.rng.chance(1, 2) {
+                    return Some(Op::new("flat-enqueue", &[&job]));
+                }
+                let mut args = vec![job.clone(), format!("payload of {job}")];
+                if self.rng.chance(1, 3) {
+                    // A second pair: a new job, or one that exists.
+                    let more = match v.rows.keys().next() {
+                        Some(old) if self.rng.chance(1, 2) => old.clone(),
+                        _ => self.fresh_job(),
+                    };
+                    args.push(more.clone());
+                    args.push(format!("payload of {more}"));
+                }
+                Op {
+                    name: "qenqueue",
+                    args,
+                }
             }
             17..=28 => {
                 let lease = self.lease();
@@ -179,7 +195,14 @@ impl Driver {
             }
             29..=31 => {
                 let lease = self.lease();
-                Op::new("flat-claim", &[lease])
+                match self.rng.below(3) {
+                    0 => Op::new("flat-claim", &[lease]),
+                    1 => Op::new("qclaim", &[lease]),
+                    _ => {
+                        let n = self.rng.range(1, 4).to_string();
+                        Op::new("qbclaim", &[lease, &n])
+                    }
+                }
             }
             32..=43 => {
                 let (job, token) = self.job_and_token(v, true)?;
@@ -213,10 +236,22 @@ impl Driver {
                     Op::new("delay", &[&job, &token, "IN", ms])
                 }
             }
-            60..=63 => {
+            60..=63 if self.rng.chance(1, 2) => {
                 let (job, token) = self.job_and_token(v, true)?;
                 let lease = self.lease();
                 Op::new("extend", &[&job, &token, lease])
+            }
+            60..=63 => {
+                let mut args = vec![self.lease().to_string()];
+                for _ in 0..self.rng.range(1, 3) {
+                    let (job, token) = self.job_and_token(v, true)?;
+                    args.push(job);
+                    args.push(token);
+                }
+                Op {
+                    name: "mextend",
+                    args,
+                }
             }
             64..=70 => {
                 self.settle();
@@ -233,10 +268,25 @@ impl Driver {
                     }
                 }
             }
-            71..=76 => {
+            71..=74 => {
                 self.settle();
                 let n = self.rng.range(1, 8).to_string();
                 Op::new("promote", &["COUNT", &n])
+            }
+            75..=76 => {
+                let job = match v.rows.keys().next() {
+                    Some(old) if self.rng.chance(1, 8) => old.clone(),
+                    _ => self.fresh_job(),
+                };
+                let payload = format!("payload of {job}");
+                match self.rng.below(3) {
+                    0 => {
+                        let ms = self.short_delay();
+                        Op::new("qschedule", &[&job, &payload, "IN", ms])
+                    }
+                    1 => Op::new("qschedule", &[&job, &payload, "IN", "600000"]),
+                    _ => Op::new("qschedule", &[&job, &payload, "AT", "1000"]),
+                }
             }
             77..=80 => {
                 let w = self.rng.range(1, 4).to_string();

@@ -31,6 +31,11 @@ pub const SCRIPTS: &[&str] = &[
     "promote",
     "queue_pause",
     "queue_resume",
+    "enqueue",
+    "schedule",
+    "claim",
+    "bclaim",
+    "extend_locks",
 ];
 
 pub fn source(name: &str) -> String {
@@ -206,6 +211,39 @@ impl Twins {
                 let count = args.get(2).map_or_else(|| b"100".to_vec(), |n| b(n));
                 one("promote", vec![k("schedule"), k("pending")], vec![b(p), count])
             }
+            "qenqueue" => Host::Calls(
+                args[1..]
+                    .chunks(2)
+                    .map(|pair| {
+                        self.evalsha(
+                            "enqueue",
+                            &[row(pair[0]), k("pending")],
+                            &[b(pair[0]), b(pair[1])],
+                        )
+                    })
+                    .collect(),
+            ),
+            "qschedule" => one(
+                "schedule",
+                vec![row(args[1]), k("schedule")],
+                vec![b(args[1]), b(args[2]), args[3].to_ascii_lowercase(), b(args[4])],
+            ),
+            "qclaim" | "qbclaim" => {
+                if c.call(&[b"HGET", &k("meta"), b"paused"]) != Ok(Value::Nil) {
+                    return Host::Answer(Value::Array(vec![]));
+                }
+                let mut argv = vec![k("job:"), b(args[1])];
+                if name == "qbclaim" {
+                    argv.push(b(args[2]));
+                }
+                let script = if name == "qclaim" { "claim" } else { "bclaim" };
+                one(script, vec![k("pending"), k("active")], argv)
+            }
+            "mextend" => one(
+                "extend_locks",
+                vec![k("active")],
+                [b(p)].into_iter().chain(args[1..].iter().map(|a| b(a))).collect(),
+            ),
             "qpause" => one("queue_pause", vec![k("meta")], vec![]),
             "qresume" => one("queue_resume", vec![k("meta")], vec![]),
             other => panic!("no twin stands for EMQ.{other}"),
