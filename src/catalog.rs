@@ -3,7 +3,7 @@
 //! (flags, arity, `COMMAND DOCS`). `lib.rs` registers what is here;
 //! docs/commands.md describes the same table (a test keeps them in step).
 
-use crate::commands::{claim, dead, flat, jobs, lanes, operate, queue, stats, sweep, Handler};
+use crate::commands::{claim, dead, edits, flat, jobs, lanes, operate, queue, stats, sweep, Handler};
 use crate::ffi::docs::{ArgDoc, ArgKind, CommandSpec};
 use crate::ffi::{Argv, Ctx, Reply};
 use crate::model::error::Error;
@@ -249,6 +249,24 @@ pub const COMMANDS: &[Command] = &[
     command("emq.mextend", Replies(flat::mextend), "write fast", -5, &[PREFIX, LEASE, many("job-token", ArgKind::Block(JOB_TOKEN))],
         "Moves each leased job's deadline to now + lease under its token (EchoMQ's @extend_locks); replies the ids not extended.",
         "O(M log N) for M jobs.", false),
+    command("emq.setdata", Replies(edits::setdata), "write fast", 4, &[PREFIX, JOB, arg("payload", ArgKind::Str)],
+        "Sets a job's payload (EchoMQ's @update_data).",
+        "O(1)", true),
+    command("emq.progress", Replies(edits::progress), "write fast", 4, &[PREFIX, JOB, arg("progress", ArgKind::Str)],
+        "Sets a job's progress and publishes it on P events as JSON (EchoMQ's @update_progress).",
+        "O(1)", true),
+    command("emq.log", Replies(edits::log), "write", -4, &[PREFIX, JOB, arg("line", ArgKind::Str), optional(keyed("KEEP", "n", ArgKind::Int))],
+        "Appends a line to a job's log, keeping its last n lines (EchoMQ's @add_log).",
+        "O(1), or O(M) for M lines trimmed.", true),
+    command("emq.remove", Replies(edits::remove), "write", -3, &[PREFIX, JOB, optional(keyed("DEDUP", "id", ArgKind::Str))],
+        "Removes a job not held by a flow: out of its lease, lane or set, its row, logs and dedup key deleted (EchoMQ's @remove_job).",
+        "O(log N)", true),
+    command("emq.reprocess", Replies(edits::reprocess), "write", 3, &[PREFIX, JOB],
+        "Puts a dead job back in its lane or the flat queue, its last error cleared (EchoMQ's @reprocess).",
+        "O(log N)", true),
+    command("emq.qdrain", Replies(edits::qdrain), "write", -2, &[PREFIX, optional(keyed("SCHEDULE", "schedule", ArgKind::Token))],
+        "Deletes every job of the flat queue (and of the schedule with SCHEDULE) with its row and logs (EchoMQ's admin @drain).",
+        "O(N) for N jobs.", true),
     reader("emq.dead", Replies(dead::dead), -2, &[PREFIX, COUNT],
         "Lists dead jobs: id, lane, last error.",
         "O(log D + N) for N listed of D dead jobs."),

@@ -262,6 +262,47 @@ fn cases() -> Vec<Case> {
             command: &["EMQ.MEXTEND", "120000", "JOB-1", "1", "JOB-2", "1"],
         },
         Case {
+            name: "set data",
+            setup: |c| run(c, &["EMQ.QENQUEUE", "JOB-1", "p1"]),
+            command: &["EMQ.SETDATA", "JOB-1", "new"],
+        },
+        Case {
+            name: "progress",
+            setup: |c| run(c, &["EMQ.QENQUEUE", "JOB-1", "p1"]),
+            command: &["EMQ.PROGRESS", "JOB-1", "50"],
+        },
+        Case {
+            name: "log, trimmed",
+            setup: |c| {
+                run(c, &["EMQ.QENQUEUE", "JOB-1", "p1"]);
+                run(c, &["EMQ.LOG", "JOB-1", "one"]);
+            },
+            command: &["EMQ.LOG", "JOB-1", "two", "KEEP", "1"],
+        },
+        Case {
+            name: "remove of a leased lane job at its ceiling",
+            setup: at_ceiling,
+            command: &["EMQ.REMOVE", "JOB-1"],
+        },
+        Case {
+            name: "remove of a waiting lane job",
+            setup: |c| run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1"]),
+            command: &["EMQ.REMOVE", "JOB-1"],
+        },
+        Case {
+            name: "reprocess into an empty lane",
+            setup: |c| retried(c, "0", "1"),
+            command: &["EMQ.REPROCESS", "JOB-1"],
+        },
+        Case {
+            name: "flat drain",
+            setup: |c| {
+                run(c, &["EMQ.QENQUEUE", "JOB-1", "p1"]);
+                run(c, &["EMQ.QSCHEDULE", "JOB-2", "p2", "IN", "100000"]);
+            },
+            command: &["EMQ.QDRAIN", "SCHEDULE"],
+        },
+        Case {
             name: "queue pause",
             setup: |_| {},
             command: &["EMQ.QPAUSE"],
@@ -315,6 +356,8 @@ const MORE: &[&str] = &[
     "job:JOB-2",
     "job:JOB-1:logs",
     "job:JOB-2:logs",
+    "job:JOB-1:lock",
+    "job:JOB-2:lock",
     "g:a:pending",
     "g:b:pending",
 ];
@@ -394,6 +437,7 @@ fn a_key_of_another_type_refuses_the_command_whole() {
                 c.ok(&["DEL", &name]);
                 match *key {
                     "ring" | "wake" => c.ok(&["HSET", &name, "x", "1"]),
+                    k if k.ends_with(":logs") => c.ok(&["HSET", &name, "x", "1"]),
                     _ => c.ok(&["RPUSH", &name, "x"]),
                 };
             };

@@ -98,6 +98,31 @@ fn adapt(c: &mut Conn, op: &Op, pre: &View, lua: Reply) -> Reply {
             c.ok(&["ZREM", &format!("{L}active"), job]);
             return Ok(Value::Int(0));
         }
+        // REMOVE takes a lane job out of its lane, or out of its lease
+        // (its lane's count lowered): the script leaves both.
+        ("remove", Ok(Value::Int(1))) => match (was.as_deref(), &group) {
+            (Some("active"), Some(g)) => {
+                eval(c, LEFT_LEASE, &[L, g]);
+                eval(c, RING_IF, &[L, g]);
+            }
+            (Some(w), Some(g)) if w.starts_with("g:") => {
+                let lane = format!("{L}g:{g}:pending");
+                c.ok(&["ZREM", &lane, job]);
+                if c.int(&["ZCARD", &lane]) == 0 {
+                    c.ok(&["LREM", &format!("{L}ring"), "0", g]);
+                }
+            }
+            _ => {}
+        },
+        // REPROCESS puts a dead lane job back in its lane (the script: in
+        // the flat queue).
+        ("reprocess", Ok(Value::Int(1))) => {
+            if let Some(g) = &group {
+                c.ok(&["ZREM", &format!("{L}pending"), job]);
+                c.ok(&["ZADD", &format!("{L}g:{g}:pending"), "0", job]);
+                eval(c, RING_IF, &[L, g]);
+            }
+        }
         // MEXTEND extends only leased jobs (the script adds a job not leased
         // to P active): such a job is one it did not extend.
         ("mextend", Ok(Value::Array(failed))) => {
@@ -386,6 +411,11 @@ fn a_mutated_twin_is_caught() {
             "if att and att == ARGV[i + 1] then",
             "if att then",
         ),
+        ("update_data", "'payload', ARGV[1]", "'data', ARGV[1]"),
+        ("update_progress", "'progress', ARGV[1])", "'progress', ARGV[2])"),
+        ("add_log", "return n\n", "return n + 1\n"),
+        ("remove_job", "for i = 2, 5 do", "for i = 2, 4 do"),
+        ("reprocess", "redis.call('HDEL', KEYS[1], 'last_error')\n", ""),
     ] {
         let (server, mut c, mut twins) = server();
         let src = support::twins::source(script);

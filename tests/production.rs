@@ -117,6 +117,12 @@ fn keyspace_notifications_are_among_the_scripts_own() {
         ("qclaim", &["60000"]),
         ("qbclaim", &["60000", "2"]),
         ("mextend", &["120000", "JOBf1", "1", "JOBf2", "1"]),
+        ("setdata", &["JOBf1", "new"]),
+        ("progress", &["JOBf1", "50"]),
+        ("log", &["JOBf1", "one"]),
+        ("log", &["JOBf1", "two", "KEEP", "1"]),
+        ("remove", &["JOBf1"]),
+        ("qdrain", &["SCHEDULE"]),
     ];
     let mut native_all = BTreeSet::new();
     for (name, args) in steps {

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod claim;
 pub mod dead;
+pub mod edits;
 pub mod flat;
 pub mod jobs;
 pub mod lanes;

@@ -30,6 +30,27 @@ pub fn list(q: &Queue, count: usize) -> Result<Reply, Error> {
 /// state is damaged (docs/damage.md, "Sweeps") is left as it is. Returns the
 /// number revived.
 pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
+    back_from_dead(q, jobs, &[word(Word::LastError), word(Word::Stalled)])
+}
+
+/// EMQ.REPROCESS (EchoMQ's `@reprocess`): -1 when the row is gone,
+/// `EMQSTATE not dead` when the job is not in `P dead`; else, as REVIVE, back
+/// to its lane or `P pending` with only `last_error` removed (as the script
+/// does); reply 1 (0: left dead, its lane's state damaged). The script
+/// sends a lane job to `P pending` (a named difference).
+pub fn reprocess(q: &Queue, job: Arg) -> Result<i64, Error> {
+    let row = q.row(job.bytes())?;
+    if !row.exists {
+        return Ok(-1);
+    }
+    if q.dead()?.zset_score(job).is_none() {
+        return Err(Error::NotDead);
+    }
+    back_from_dead(q, vec![job], &[word(Word::LastError)])
+}
+
+/// Dead jobs back, `clear` removed from their rows.
+fn back_from_dead(q: &Queue, jobs: Vec<Arg>, clear: &[Arg]) -> Result<i64, Error> {
     let dead = q.dead()?;
     let mut books = Books::new(q, "dead job(s)");
     let mut back: Vec<(Arg, crate::ffi::Key, Option<usize>)> = Vec::new();
@@ -59,7 +80,7 @@ pub fn revive(q: &Queue, jobs: Vec<Arg>) -> Result<i64, Error> {
     q.zrem(dead, &ids, c"zrem");
     let mut flat_back = Vec::new();
     for (job, row, book) in &back {
-        q.hdel(*row, &[word(Word::LastError), word(Word::Stalled)]);
+        q.hdel(*row, clear);
         q.hset(*row, &[(word(Word::State), word(Word::Pending))], c"hset");
         match book {
             Some(b) => books.add(*b, q.ctx.string(job.bytes())),

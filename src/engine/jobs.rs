@@ -10,9 +10,10 @@
 //! `P schedule` / `P dead` (docs/damage.md names where this differs from the
 //! scripts).
 
-use crate::ffi::{word, Arg, Key, RStr, Word};
+use crate::ffi::{word, Arg, Key, Kind, RStr, Word};
 use crate::model::error::{Error, INTEGER};
 use crate::model::grammar::parse_i64;
+use crate::model::layout;
 use crate::model::row::State;
 use crate::model::schedule::{ring_change, Lane};
 use crate::queue::{stored_int, Queue, Row, Score};
@@ -165,6 +166,41 @@ pub fn complete(q: &Queue, job: Arg, token: Arg) -> Result<i64, Error> {
     apply_leave(q, job, leave, &row, RowAfter::Deleted)?;
     q.del(row.key);
     completed.add(q);
+    Ok(1)
+}
+
+/// EMQ.REMOVE: -1 when the row is gone; `EMQLOCK` when a flow holds the
+/// job (`P job:<id>:lock`, or the row's `lock` field); else the job leaves
+/// where it is — its lease (its lane's count lowered), its lane, or a set —
+/// and its row and logs are deleted, and its dedup key `P de:<dedup>` when
+/// that names it. Reply 1.
+pub fn remove(q: &Queue, job: Arg, dedup: Option<Arg>) -> Result<i64, Error> {
+    let row = q.fenced_row(job.bytes())?;
+    if !row.exists {
+        return Ok(-1);
+    }
+    let lock = q.ctx.key(&layout::lock_parts(q.prefix_bytes, job.bytes()))?;
+    if lock.kind() != Kind::Empty || row.key.hash_has(q.ctx.string(b"lock").as_arg()) {
+        return Err(Error::Locked);
+    }
+    let dedup = match dedup {
+        Some(id) => {
+            let key = q.ctx.key(&layout::dedup_parts(q.prefix_bytes, id.bytes()))?;
+            if !matches!(key.kind(), Kind::Empty | Kind::String) {
+                return Err(Error::WrongType);
+            }
+            (key.string_value().as_deref() == Some(job.bytes())).then_some(key)
+        }
+        None => None,
+    };
+    let logs = q.logs(job.bytes())?;
+    let leave = plan_leave(q, job, &row)?;
+    apply_leave(q, job, leave, &row, RowAfter::Deleted)?;
+    q.del(row.key);
+    q.del(logs);
+    if let Some(key) = dedup {
+        q.del(key);
+    }
     Ok(1)
 }
 

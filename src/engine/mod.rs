@@ -3,7 +3,8 @@
 //! - `turn`: one claim turn (open → plan → apply), and its replay;
 //! - `wait`: claims that block; `timer`: the timer of waiting clients;
 //! - `jobs`: a job's transitions (complete, retry, delay, extend);
-//! - `flat`, `flat_claim`: EchoMQ's flat (lane-less) queue;
+//! - `flat`, `flat_claim`: EchoMQ's flat (lane-less) queue; `edits`: a
+//!   job's data, progress and logs, and the flat queue's drain;
 //! - `returns`: expired leases back; `promote`: due jobs back;
 //! - `books`: the lanes such returns put jobs into, and the ring after;
 //! - `lanes`: lane and queue administration; `rate`: rates and timed
@@ -16,6 +17,7 @@
 pub mod books;
 pub mod counts;
 pub mod dead;
+pub mod edits;
 pub mod fairness;
 pub mod figures;
 pub mod flat;

@@ -90,6 +90,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CreateTimer,
         RedisModule_StopTimer,
         RedisModule_SubscribeToServerEvent,
+        RedisModule_StringDMA,
+        RedisModule_PublishMessage,
         RedisModule_Log
     );
     None

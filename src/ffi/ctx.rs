@@ -153,6 +153,13 @@ impl Ctx {
     }
 
     /// Wakes clients blocked on `key` (module waiters and core ones alike).
+    /// `PUBLISH channel message` on this server (a replica publishes what
+    /// its primary sends it).
+    pub fn publish(&self, channel: Arg, message: Arg) {
+        // SAFETY: a live context and strings.
+        unsafe { api!(RedisModule_PublishMessage)(self.ptr, channel.ptr, message.ptr) };
+    }
+
     pub fn signal_ready(&self, key: Arg) {
         // SAFETY: a live context and string.
         unsafe { api!(RedisModule_SignalKeyAsReady)(self.ptr, key.ptr) };

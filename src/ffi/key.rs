@@ -40,6 +40,7 @@ pub enum Kind {
     Hash,
     Set,
     Zset,
+    String,
     Other,
 }
 
@@ -52,6 +53,7 @@ impl Kind {
             raw::REDISMODULE_KEYTYPE_HASH => Kind::Hash,
             raw::REDISMODULE_KEYTYPE_SET => Kind::Set,
             raw::REDISMODULE_KEYTYPE_ZSET => Kind::Zset,
+            raw::REDISMODULE_KEYTYPE_STRING => Kind::String,
             _ => Kind::Other,
         }
     }
@@ -228,6 +230,19 @@ impl<'c> Key<'c> {
     }
 
     /// Element `index` of a list (negative from the tail).
+    /// A string key's value; `None` for a key of any other kind.
+    pub fn string_value(&self) -> Option<Vec<u8>> {
+        if self.kind() != Kind::String {
+            return None;
+        }
+        let mut len = 0usize;
+        // SAFETY: an open string key; the pointer is read before anything can write the key.
+        unsafe {
+            let p = api!(RedisModule_StringDMA)(self.ptr(), &mut len, raw::REDISMODULE_READ as c_int);
+            (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec())
+        }
+    }
+
     pub fn list_get(&self, index: i64) -> Option<RStr> {
         if !self.is_open() || self.kind() != Kind::List {
             return None;

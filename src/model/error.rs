@@ -47,6 +47,12 @@ pub enum Error {
     /// EchoMQ's fencing errors, worded as its scripts word them
     /// (`EMQSTALE complete token mismatch`, `EMQSTALE job gone`, …).
     Stale(&'static str),
+    /// EchoMQ's `EMQLOCK job is locked`: a flow holds the job.
+    Locked,
+    /// EchoMQ's `EMQSTATE not dead`.
+    NotDead,
+    /// EchoMQ's `EMQRATE at concurrency ceiling`.
+    AtCeiling,
     /// A panic was caught at the command boundary.
     Internal,
     /// An internal command called by a client (it runs only from the
@@ -134,6 +140,9 @@ impl Error {
             }
             // EchoMQ's own wording (its host matches on the class word).
             Error::Kind(kind) => format!("EMQKIND job id must be {}-namespaced", quote(kind)),
+            Error::Locked => "EMQLOCK job is locked".to_string(),
+            Error::NotDead => "EMQSTATE not dead".to_string(),
+            Error::AtCeiling => "EMQRATE at concurrency ceiling".to_string(),
             Error::Stale(what) => format!("EMQSTALE {what}"),
             Error::Internal => "ERR internal error in the emq module (a bug: please report it)".to_string(),
             Error::InternalCommand(name) => format!(
@@ -199,6 +208,9 @@ mod tests {
             },
             Error::Kind(b"JOB".to_vec()),
             Error::Stale("job gone"),
+            Error::Locked,
+            Error::NotDead,
+            Error::AtCeiling,
             Error::Internal,
             Error::InternalCommand("EMQ.TURN"),
             Error::TurnMismatch {
@@ -214,7 +226,18 @@ mod tests {
             let m = e.message().expect("worded by the module");
             let class = m.split(' ').next().unwrap();
             assert!(
-                ["ERR", "WRONGTYPE", "NOPERM", "TRYAGAIN", "EMQKIND", "EMQSTALE"].contains(&class),
+                [
+                    "ERR",
+                    "WRONGTYPE",
+                    "NOPERM",
+                    "TRYAGAIN",
+                    "EMQKIND",
+                    "EMQSTALE",
+                    "EMQLOCK",
+                    "EMQSTATE",
+                    "EMQRATE"
+                ]
+                .contains(&class),
                 "{m}"
             );
         }

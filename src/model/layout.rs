@@ -114,6 +114,21 @@ pub fn logs_parts<'a>(prefix: &'a [u8], job: &'a [u8]) -> [&'a [u8]; 4] {
     [prefix, b"job:", job, b":logs"]
 }
 
+/// `P job:<id>:lock`, EchoMQ's mark of a job a flow holds.
+pub fn lock_parts<'a>(prefix: &'a [u8], job: &'a [u8]) -> [&'a [u8]; 4] {
+    [prefix, b"job:", job, b":lock"]
+}
+
+/// `P de:<id>`, a dedup key (a string: the job it names).
+pub fn dedup_parts<'a>(prefix: &'a [u8], id: &'a [u8]) -> [&'a [u8]; 3] {
+    [prefix, b"de:", id]
+}
+
+/// `P events`, the channel EchoMQ publishes a job's progress on.
+pub fn events_parts(prefix: &[u8]) -> [&[u8]; 2] {
+    [prefix, b"events"]
+}
+
 /// The lane a `P g:<lane>:pending` key names, if it is one of `prefix`'s.
 pub fn lane_of_pending<'a>(prefix: &[u8], key: &'a [u8]) -> Option<&'a [u8]> {
     let rest = key.strip_prefix(prefix)?.strip_prefix(b"g:")?;

@@ -1,7 +1,7 @@
 //! The pure layer: what the module decides, over bytes and numbers alone.
 //! Nothing here sees the server, so every rule is unit-tested without one.
 //!
-//! - `error`: every error reply, worded;
+//! - `error`: every error reply, worded; `event`: the messages published;
 //! - `grammar`: what a valid argument is;
 //! - `layout`: EchoMQ's key names;
 //! - `rate`: a lane's rate (GCRA), its bound and its next start;
@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod credit;
 pub mod error;
+pub mod event;
 pub mod figures;
 pub mod grammar;
 pub mod layout;

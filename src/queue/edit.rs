@@ -156,6 +156,20 @@ impl<'q> Queue<'q> {
             .effect(c"LTRIM", &[key.name(), word(Word::Zero), end]);
     }
 
+    /// `LTRIM key -keep -1`, `start` being that `-keep` as text: the last
+    /// `keep` (≥ 1) stay.
+    pub fn ltrim_head(&self, key: Key, keep: usize, start: Arg) {
+        while key.len() > keep {
+            key.list_pop_head();
+        }
+        key.touch();
+        key.notify(Class::List, c"ltrim");
+        let end = self.ctx.string(b"-1");
+        self.call
+            .repl
+            .effect(c"LTRIM", &[key.name(), start, end.as_arg()]);
+    }
+
     /// `LREM key 0 value`: every occurrence, found by a scan of the list.
     pub fn lrem(&self, key: Key, value: Arg) {
         let positions = key.list_positions(value.bytes());

@@ -36,6 +36,12 @@ pub const SCRIPTS: &[&str] = &[
     "claim",
     "bclaim",
     "extend_locks",
+    "update_data",
+    "update_progress",
+    "add_log",
+    "remove_job",
+    "reprocess",
+    "drain",
 ];
 
 pub fn source(name: &str) -> String {
@@ -244,6 +250,48 @@ impl Twins {
                 vec![k("active")],
                 [b(p)].into_iter().chain(args[1..].iter().map(|a| b(a))).collect(),
             ),
+            "setdata" => one("update_data", vec![row(args[1])], vec![b(args[2])]),
+            "progress" => one(
+                "update_progress",
+                vec![row(args[1])],
+                vec![b(args[2]), b(args[1]), b(p)],
+            ),
+            "log" => {
+                let keep = if args.len() > 3 { b(args[4]) } else { Vec::new() };
+                one(
+                    "add_log",
+                    vec![row(args[1]), [row(args[1]), b":logs".to_vec()].concat()],
+                    vec![b(args[2]), keep],
+                )
+            }
+            "remove" => {
+                let dedup = if args.len() > 2 { b(args[3]) } else { Vec::new() };
+                let de = [p, b"de:", &dedup].concat();
+                one(
+                    "remove_job",
+                    vec![
+                        row(args[1]),
+                        k("pending"),
+                        k("active"),
+                        k("schedule"),
+                        k("dead"),
+                        de,
+                    ],
+                    vec![b(args[1]), dedup],
+                )
+            }
+            "reprocess" => one(
+                "reprocess",
+                vec![row(args[1]), k("dead"), k("pending")],
+                vec![b(args[1])],
+            ),
+            "qdrain" => {
+                let mut keys = vec![b(p), k("pending")];
+                if args.len() > 1 {
+                    keys.push(k("schedule"));
+                }
+                one("drain", keys, vec![])
+            }
             "qpause" => one("queue_pause", vec![k("meta")], vec![]),
             "qresume" => one("queue_resume", vec![k("meta")], vec![]),
             other => panic!("no twin stands for EMQ.{other}"),
