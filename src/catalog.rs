@@ -3,7 +3,7 @@
 //! (flags, arity, `COMMAND DOCS`). `lib.rs` registers what is here;
 //! docs/commands.md describes the same table (a test keeps them in step).
 
-use crate::commands::{claim, dead, edits, flat, jobs, lanes, operate, queue, stats, sweep, Handler};
+use crate::commands::{claim, dead, edits, flat, jobs, lanes, operate, queue, reads, stats, sweep, Handler};
 use crate::ffi::docs::{ArgDoc, ArgKind, CommandSpec};
 use crate::ffi::{Argv, Ctx, Reply};
 use crate::model::error::Error;
@@ -267,6 +267,21 @@ pub const COMMANDS: &[Command] = &[
     command("emq.qdrain", Replies(edits::qdrain), "write", -2, &[PREFIX, optional(keyed("SCHEDULE", "schedule", ArgKind::Token))],
         "Deletes every job of the flat queue (and of the schedule with SCHEDULE) with its row and logs (EchoMQ's admin @drain).",
         "O(N) for N jobs.", true),
+    reader("emq.counts", Replies(reads::counts), -2, &[PREFIX, optional(many("state", ArgKind::Str)), optional(keyed("METRICS", "metrics", ArgKind::Block(&[many("name", ArgKind::Str)])))],
+        "Counts the queue's flat pending, leased, scheduled and dead jobs, and its completed and failed counters (EchoMQ's @counts).",
+        "O(S + M) for S states and M counters."),
+    reader("emq.state", Replies(reads::state), 3, &[PREFIX, JOB],
+        "Names where a job is: pending, active, scheduled, dead, awaiting_children, unknown or absent (EchoMQ's @state_lookup).",
+        "O(1)"),
+    reader("emq.depths", Replies(reads::depths), -3, &[PREFIX, many("lane", ArgKind::Str)],
+        "Counts each lane's pending jobs (EchoMQ's @lane_counts).",
+        "O(L) for L lanes."),
+    reader("emq.maxed", Replies(reads::maxed), 2, &[PREFIX],
+        "Refuses with EMQRATE when the queue's concurrency ceiling (P meta concurrency) is reached (EchoMQ's @is_maxed).",
+        "O(1)"),
+    reader("emq.ratettl", Replies(reads::ratettl), 3, &[PREFIX, arg("max", ArgKind::Int)],
+        "The ms left of the queue's rate-limit window once its count reached max (0: P meta max), else 0 (EchoMQ's @rate_ttl).",
+        "O(1)"),
     reader("emq.dead", Replies(dead::dead), -2, &[PREFIX, COUNT],
         "Lists dead jobs: id, lane, last error.",
         "O(log D + N) for N listed of D dead jobs."),

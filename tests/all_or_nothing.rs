@@ -410,6 +410,93 @@ fn check(
     (reply, snapshot(c, P))
 }
 
+/// The reads (SPEC section 9): each refused by some key of another type
+/// and by some key denied, changing nothing either way.
+fn read_cases() -> Vec<Case> {
+    let with_jobs = |c: &mut Conn| {
+        run(c, &["EMQ.ENQUEUE", "a", "JOB-1", "p1"]);
+        run(c, &["EMQ.QENQUEUE", "JOB-2", "p2"]);
+        c.ok(&["HSET", &format!("{P}meta"), "concurrency", "5", "max", "3"]);
+    };
+    vec![
+        Case {
+            name: "counts",
+            setup: with_jobs,
+            command: &[
+                "EMQ.COUNTS",
+                "pending",
+                "active",
+                "schedule",
+                "dead",
+                "METRICS",
+                "completed",
+                "failed",
+            ],
+        },
+        Case {
+            name: "state",
+            setup: with_jobs,
+            command: &["EMQ.STATE", "JOB-1"],
+        },
+        Case {
+            name: "depths",
+            setup: with_jobs,
+            command: &["EMQ.DEPTHS", "a", "b"],
+        },
+        Case {
+            name: "maxed",
+            setup: with_jobs,
+            command: &["EMQ.MAXED"],
+        },
+        Case {
+            name: "rate ttl",
+            setup: with_jobs,
+            command: &["EMQ.RATETTL", "0"],
+        },
+    ]
+}
+
+#[test]
+fn a_read_meets_a_bad_or_denied_key_with_an_error_and_changes_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let keys: Vec<&str> = KEYS.iter().chain(MORE).copied().chain(["limiter"]).collect();
+    for case in read_cases() {
+        let (mut wrong, mut denied) = (0, 0);
+        for key in &keys {
+            let name = format!("{P}{key}");
+            let fault = |c: &mut Conn| {
+                c.ok(&["DEL", &name]);
+                c.ok(&["SADD", &name, "x"]);
+            };
+            wrong += usize::from(check(&s, &mut c, &case, &fault, None).0.is_err());
+        }
+        for deny in &keys {
+            allow_all_but(&mut c, deny);
+            c.ok(&["ACL", "SETUSER", "w", &format!("~{P}limiter")]);
+            if *deny == "limiter" {
+                c.ok(&["ACL", "SETUSER", "w", "resetkeys", &format!("~{P}")]);
+                let mut rule = vec!["ACL".to_string(), "SETUSER".into(), "w".into()];
+                rule.extend(KEYS.iter().chain(MORE).map(|k| format!("~{P}{k}")));
+                c.ok(&rule.iter().map(String::as_str).collect::<Vec<_>>());
+            }
+            if let (Err(e), _) = check(&s, &mut c, &case, &|_| {}, Some("w")) {
+                assert!(
+                    e.starts_with("NOPERM") && e.contains(&format!("'{P}{deny}'")),
+                    "{}: {e}",
+                    case.name
+                );
+                denied += 1;
+            }
+        }
+        assert!(
+            wrong > 0 && denied > 0,
+            "{}: {wrong} wrong types, {denied} denials refused it",
+            case.name
+        );
+    }
+}
+
 #[test]
 fn each_case_writes_when_nothing_is_at_fault() {
     let s = Server::start();

@@ -248,6 +248,10 @@ fn fixture(c: &mut Conn, op: &Op) -> (Reply, Reply) {
     let one = |p: &str| -> Vec<Vec<Vec<u8>>> {
         let v = |args: &[&str]| args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
         match op.name {
+            "flat-limits" => support::drive::flat_limits(p, &op.args)
+                .iter()
+                .map(|cmd| v(&cmd.iter().map(String::as_str).collect::<Vec<_>>()))
+                .collect(),
             "flat-enqueue" => {
                 let job = &op.args[0];
                 let row = format!("{p}job:{job}");
@@ -411,6 +415,15 @@ fn a_mutated_twin_is_caught() {
             "if att and att == ARGV[i + 1] then",
             "if att then",
         ),
+        (
+            "counts",
+            "out[#out + 1] = redis.call('ZCARD', KEYS[i])",
+            "out[#out + 1] = 0",
+        ),
+        ("state_lookup", "return 'scheduled' end", "return 'pending' end"),
+        ("lane_counts", "out[i - 1] =", "out[i] ="),
+        ("is_maxed", "ZCARD', KEYS[2]) >= cap", "ZCARD', KEYS[2]) > cap"),
+        ("rate_ttl", "max <= tonumber", "max < tonumber"),
         ("update_data", "'payload', ARGV[1]", "'data', ARGV[1]"),
         ("update_progress", "'progress', ARGV[1])", "'progress', ARGV[2])"),
         ("add_log", "return n\n", "return n + 1\n"),

@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod lanes;
 pub mod operate;
 pub mod queue;
+pub mod reads;
 pub mod stats;
 pub mod sweep;
 

@@ -10,7 +10,8 @@
 //! - `lanes`: lane and queue administration; `rate`: rates and timed
 //!   pauses; `next`: the lanes that come back from `P gnext` by themselves;
 //! - `dead`: dead letters; `views`, `scan`: seeing a queue; `repair`;
-//! - `counts`: EchoMQ's completed and failed counters;
+//! - `counts`: EchoMQ's completed and failed counters; `reads`: its metric
+//!   reads (counts, a job's state, lane depths, the ceiling, the rate's TTL);
 //! - `figures`: the per-lane figures, recorded and seen (EMQ.STATS);
 //! - `fairness`: fairness by time where a lease ends.
 
@@ -27,6 +28,7 @@ pub mod lanes;
 pub mod next;
 pub mod promote;
 pub mod rate;
+pub mod reads;
 pub mod repair;
 pub mod returns;
 pub mod scan;

@@ -91,6 +91,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_StopTimer,
         RedisModule_SubscribeToServerEvent,
         RedisModule_StringDMA,
+        RedisModule_GetExpire,
         RedisModule_PublishMessage,
         RedisModule_Log
     );

@@ -230,6 +230,17 @@ impl<'c> Key<'c> {
     }
 
     /// Element `index` of a list (negative from the tail).
+    /// The key's time to live in ms (`PTTL`); `None` when it has none or
+    /// does not exist.
+    pub fn expire_ms(&self) -> Option<i64> {
+        if self.kind() == Kind::Empty {
+            return None;
+        }
+        // SAFETY: an open key.
+        let ttl = unsafe { api!(RedisModule_GetExpire)(self.ptr()) };
+        (ttl != raw::REDISMODULE_NO_EXPIRE as i64).then_some(ttl)
+    }
+
     /// A string key's value; `None` for a key of any other kind.
     pub fn string_value(&self) -> Option<Vec<u8>> {
         if self.kind() != Kind::String {

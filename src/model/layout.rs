@@ -124,6 +124,11 @@ pub fn dedup_parts<'a>(prefix: &'a [u8], id: &'a [u8]) -> [&'a [u8]; 3] {
     [prefix, b"de:", id]
 }
 
+/// `P limiter`, EchoMQ's rate limiter's counter (a string with a TTL).
+pub fn limiter_parts(prefix: &[u8]) -> [&[u8]; 2] {
+    [prefix, b"limiter"]
+}
+
 /// `P events`, the channel EchoMQ publishes a job's progress on.
 pub fn events_parts(prefix: &[u8]) -> [&[u8]; 2] {
     [prefix, b"events"]

@@ -116,6 +116,8 @@ pub fn check_invariants(snap: &Snapshot) -> Result<(), String> {
             Content::List(x) | Content::Set(x) => x.is_empty(),
             Content::Zset(x) => x.is_empty(),
             Content::Hash(x) => x.is_empty(),
+            // EchoMQ's rate limiter's counter is its one string key.
+            Content::Str(_) if k.as_slice() == b"limiter" => false,
             Content::Str(_) => return Err(format!("a string key {}", s(k))),
         };
         if empty {

@@ -42,6 +42,11 @@ pub const SCRIPTS: &[&str] = &[
     "remove_job",
     "reprocess",
     "drain",
+    "counts",
+    "state_lookup",
+    "lane_counts",
+    "is_maxed",
+    "rate_ttl",
 ];
 
 pub fn source(name: &str) -> String {
@@ -292,6 +297,33 @@ impl Twins {
                 }
                 one("drain", keys, vec![])
             }
+            "counts" => {
+                let split = args
+                    .iter()
+                    .position(|a| a.eq_ignore_ascii_case(b"METRICS"))
+                    .unwrap_or(args.len());
+                let keys = [b(p)]
+                    .into_iter()
+                    .chain(args[1..split].iter().map(|s| k(&String::from_utf8_lossy(s))))
+                    .collect();
+                one(
+                    "counts",
+                    keys,
+                    args.get(split + 1..)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|a| b(a))
+                        .collect(),
+                )
+            }
+            "state" => one(
+                "state_lookup",
+                vec![k("pending"), k("active"), k("schedule"), k("dead"), row(args[1])],
+                vec![b(args[1])],
+            ),
+            "depths" => one("lane_counts", vec![b(p)], args.iter().map(|a| b(a)).collect()),
+            "maxed" => one("is_maxed", vec![k("meta"), k("active")], vec![]),
+            "ratettl" => one("rate_ttl", vec![k("limiter"), k("meta")], vec![b(args[1])]),
             "qpause" => one("queue_pause", vec![k("meta")], vec![]),
             "qresume" => one("queue_resume", vec![k("meta")], vec![]),
             other => panic!("no twin stands for EMQ.{other}"),
