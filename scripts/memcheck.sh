@@ -15,7 +15,7 @@ chmod +x "$logs/server"
 status=0
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked \
   --test claims --test lanes --test transitions --test sweeps --test errors --test robustness \
-  --test damage --test operator --test trust -- --test-threads=2 --skip 100000_lane || status=$?
+  --test damage --test operator --test trust --test flat --test edits -- --test-threads=2 --skip 100000_lane || status=$?
 # Blocked clients and the expiry timer: the tests whose outcome does not
 # hang on how fast the server runs.
 EMQ_SERVER="$logs/server" EMQ_SLOW=30 cargo test --release --locked --test blocking --test timer -- \
