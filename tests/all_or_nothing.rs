@@ -539,7 +539,7 @@ fn a_key_of_another_type_refuses_the_command_whole() {
 /// itself (the command's declared key, so that the refusals are the
 /// module's).
 fn allow_all_but(c: &mut Conn, deny: &str) {
-    let mut rule: Vec<String> = ["ACL", "SETUSER", "w", "reset", "on", ">pw", "+@all"]
+    let mut rule: Vec<String> = ["ACL", "SETUSER", "w", "reset", "on", ">pw", "+@all", "&*"]
         .map(String::from)
         .to_vec();
     rule.push(format!("~{P}"));

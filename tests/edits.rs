@@ -234,3 +234,37 @@ fn a_replica_publishes_the_progress_its_primary_sent() {
     let msg = sub.read().unwrap().unwrap().texts();
     assert_eq!(msg[2], r#"{"event":"progress","job":"JOB-1","progress":"7"}"#);
 }
+
+#[test]
+fn progress_needs_the_channel_and_the_edits_that_add_data_need_memory() {
+    let s = Server::start();
+    let mut c = s.conn();
+    c.ok(&["EMQ.QENQUEUE", P, "JOB-1", "x"]);
+    c.ok(&["ACL", "SETUSER", "v", "on", ">pw", "+@all", "~*", "resetchannels"]);
+    let mut v = s.conn();
+    v.ok(&["AUTH", "v", "pw"]);
+    let before = c.ok(&["DEBUG", "DIGEST"]).text();
+    let e = v.cmd(&["EMQ.PROGRESS", P, "JOB-1", "5"]).unwrap_err();
+    assert_eq!(
+        e,
+        format!("NOPERM this user has no permissions to access the '{P}events' channel")
+    );
+    assert_eq!(c.ok(&["DEBUG", "DIGEST"]).text(), before, "nothing written");
+    c.ok(&["ACL", "SETUSER", "v", &format!("&{P}events")]);
+    assert_eq!(v.int(&["EMQ.PROGRESS", P, "JOB-1", "5"]), 1);
+    c.ok(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    c.ok(&["CONFIG", "SET", "maxmemory", "1"]);
+    for cmd in [
+        vec!["EMQ.LOG", P, "JOB-1", "a line"],
+        vec!["EMQ.SETDATA", P, "JOB-1", "y"],
+        vec!["EMQ.PROGRESS", P, "JOB-1", "6"],
+    ] {
+        assert!(c.cmd(&cmd).unwrap_err().starts_with("OOM"), "{cmd:?}");
+    }
+    assert_eq!(
+        c.int(&["EMQ.REMOVE", P, "JOB-1"]),
+        1,
+        "removing frees memory: allowed"
+    );
+    c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+}

@@ -151,6 +151,61 @@ fn mextend_extends_leased_jobs_only() {
     let after: i64 = c.ok(&["ZSCORE", &active, "JOB-1"]).text().parse().unwrap();
     assert!(after >= before + 59_000, "{before} → {after}");
     assert_eq!(c.int(&["ZCARD", &active]), 1, "JOB-2 not leased");
+    assert_eq!(
+        c.ok(&["EMQ.MEXTEND", P, "60000"]),
+        Value::Array(vec![]),
+        "none named"
+    );
     let e = c.cmd(&["EMQ.MEXTEND", P, "60000", "JOB-1"]).unwrap_err();
     assert!(e.contains("wrong number of arguments"), "{e}");
+}
+
+#[test]
+fn a_waiter_woken_by_a_head_it_cannot_lease_waits_on_and_writes_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let w = waiter(&s, &["EMQ.QCLAIM", "60000", "BLOCK", "5000"]);
+    wait_for("the waiter", || emq_stat(&mut c, "blocked_clients") == 1);
+    let digest = |c: &mut support::Conn| c.ok(&["DEBUG", "DIGEST"]).text();
+    c.ok(&["ZADD", &format!("{P}pending"), "0", "JOB-0gone"]);
+    let before = digest(&mut c);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(emq_stat(&mut c, "blocked_clients"), 1, "still waiting");
+    assert_eq!(digest(&mut c), before, "the wake-up wrote nothing");
+    c.ok(&["EMQ.QENQUEUE", P, "JOB-1", "one"]);
+    assert_eq!(ids(&w.join().unwrap().unwrap()), ["JOB-1"]);
+    // The claim that leased dropped the head it could not.
+    assert_eq!(c.int(&["ZCARD", &format!("{P}pending")]), 0);
+}
+
+#[test]
+fn a_flat_lease_made_while_clients_wait_is_returned_at_its_end() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let w = waiter(&s, &["EMQ.QCLAIM", "60000", "BLOCK", "10000"]);
+    wait_for("the waiter", || emq_stat(&mut c, "blocked_clients") == 1);
+    // Enqueued and leased for 300 ms at once (the waiter cannot take it).
+    let started = std::time::Instant::now();
+    let r = c
+        .pipeline(&[
+            vec![b"MULTI".to_vec()],
+            [b"EMQ.QENQUEUE".as_slice(), P.as_bytes(), b"JOB-1", b"one"]
+                .map(<[u8]>::to_vec)
+                .to_vec(),
+            [b"EMQ.QCLAIM".as_slice(), P.as_bytes(), b"300"]
+                .map(<[u8]>::to_vec)
+                .to_vec(),
+            vec![b"EXEC".to_vec()],
+        ])
+        .unwrap();
+    assert!(r[3].is_ok(), "{r:?}");
+    let got = w.join().unwrap().unwrap();
+    assert_eq!(ids(&got), ["JOB-1"]);
+    assert_eq!(got.items()[2], Value::Int(2));
+    // At its deadline, not at the timer's once-a-second look.
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(900) * support::server::slow(),
+        "returned after {took:?}"
+    );
 }

@@ -64,6 +64,6 @@ pub fn maxed<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
 pub fn ratettl<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 2, 2)?;
     let prefix = args.prefix(call.ctx)?;
-    let max = args.int("max", 0, i64::MAX, INTEGER)?;
+    let max = args.int("max", i64::MIN, i64::MAX, INTEGER)?;
     reads::rate_ttl(&Queue::new(call, prefix), max)
 }

@@ -25,9 +25,12 @@ pub fn setdata(q: &Queue, job: Arg, payload: Arg) -> Result<i64, Error> {
 /// published on `P events`; 1, or -1 when the row is gone.
 pub fn progress(q: &Queue, job: Arg, progress: Arg) -> Result<i64, Error> {
     let Some(row) = row(q, job)? else { return Ok(-1) };
+    // The channel is the caller's to publish on, as the script's PUBLISH
+    // checks it; before anything is written.
+    let channel = q.ctx.string(&layout::events_parts(q.prefix_bytes).concat());
+    q.ctx.check_publish(channel.as_arg())?;
     let field = q.ctx.string(b"progress");
     q.hset(row, &[(field.as_arg(), progress)], c"hset");
-    let channel = q.ctx.string(&layout::events_parts(q.prefix_bytes).concat());
     let message = q.ctx.string(&event::progress(job.bytes(), progress.bytes()));
     q.ctx.publish(channel.as_arg(), message.as_arg());
     // A replica publishes it too, as the script's PUBLISH does; in a cluster

@@ -50,7 +50,7 @@ pub fn claim(call: &Call, req: &FlatRequest, ready: Ready) -> Result<Option<Repl
     let (paused, _) = q.queue_state()?;
     let deadline = call.ctx.now_ms().saturating_add(req.lease);
     if !paused {
-        let (reply, _) = serve(&q, req, deadline)?;
+        let (reply, _) = serve(&q, req, deadline, true)?;
         if reply.is_some() || req.block.is_none() || !call.ctx.may_block() {
             return Ok(Some(reply.unwrap_or_else(Reply::empty)));
         }
@@ -76,9 +76,9 @@ pub fn claim(call: &Call, req: &FlatRequest, ready: Ready) -> Result<Option<Repl
 }
 
 /// A waiting flat claim's `P pending` was signalled: claim once if a head
-/// can be leased, else keep waiting. A wake-up that wrote (heads dropped)
-/// and leased nothing ends the wait with `[]` (Redis 7.0 aborts on a
-/// wake-up that writes and keeps waiting).
+/// can be leased, else keep waiting and write nothing (heads to drop are
+/// left for a claim that leases; Redis 7.0 aborts on a wake-up that writes
+/// and keeps waiting).
 pub fn on_ready(ctx: &Ctx, req: &FlatRequest) -> Result<Option<Reply>, Error> {
     let call = Call::new(ctx, false);
     let q = Queue::new(&call, req.prefix);
@@ -86,18 +86,25 @@ pub fn on_ready(ctx: &Ctx, req: &FlatRequest) -> Result<Option<Reply>, Error> {
         return Ok(None);
     }
     let deadline = ctx.now_ms().saturating_add(req.lease);
-    let (reply, wrote) = serve(&q, req, deadline)?;
-    Ok(reply.or_else(|| wrote.then(Reply::empty)))
+    let (reply, _) = serve(&q, req, deadline, false)?;
+    Ok(reply)
 }
 
 /// Leases up to the request's jobs: the reply (`None`: none leased) and
-/// whether anything was written.
-fn serve(q: &Queue, req: &FlatRequest, deadline: i64) -> Result<(Option<Reply>, bool), Error> {
+/// whether anything was written. `drop_alone`: heads to drop are dropped
+/// even when none is leased (not by a wake-up, which may not write and
+/// keep waiting).
+fn serve(
+    q: &Queue,
+    req: &FlatRequest,
+    deadline: i64,
+    drop_alone: bool,
+) -> Result<(Option<Reply>, bool), Error> {
     let pending = q.flat()?;
     let leases = q.leases()?;
     let want = req.batch.map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let (leased, dropped) = take_heads(q, pending, want)?;
-    if leased.is_empty() && dropped.is_empty() {
+    if leased.is_empty() && (dropped.is_empty() || !drop_alone) {
         return Ok((None, false));
     }
     {
@@ -139,6 +146,8 @@ fn serve(q: &Queue, req: &FlatRequest, deadline: i64) -> Result<(Option<Reply>, 
             &ids,
         );
     }
+    // While clients wait, the timer returns these leases at their end.
+    timer::due(q.ctx, q.prefix_bytes, deadline);
     q.call.count(&stats::CLAIMS, 1);
     q.call.count(&stats::JOBS_CLAIMED, leased.len() as u64);
     let mut jobs: Vec<Reply> = leased

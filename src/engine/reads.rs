@@ -111,7 +111,14 @@ pub fn rate_ttl(q: &Queue, max: i64) -> Result<Reply, Error> {
     if !matches!(limiter.kind(), Kind::Empty | Kind::String) {
         return Err(Error::WrongType);
     }
-    let count = stored(limiter.string_value(), "count", b"", limiter.name())?.unwrap_or(0);
+    let value = limiter.string_value();
+    let count = stored(
+        value.clone(),
+        "count",
+        value.as_deref().unwrap_or_default(),
+        limiter.name(),
+    )?
+    .unwrap_or(0);
     if max > 0 && max <= count {
         if let Some(ttl) = limiter.expire_ms().filter(|t| *t > 0) {
             return Ok(Reply::Int(ttl));

@@ -95,6 +95,11 @@ impl Ctx {
         self.guard.check(self.ptr, key)
     }
 
+    /// `NOPERM` unless the caller may publish on `channel`.
+    pub fn check_publish(&self, channel: Arg) -> Result<(), Error> {
+        self.guard.check_publish(channel)
+    }
+
     /// Whether an unlisted client (a script's, a module's call) runs as some
     /// user: a `PING` made as that user fails with ENOTSUP only when there is
     /// none.

@@ -57,6 +57,33 @@ impl Guard {
         }
     }
 
+    /// Checks that the caller may publish on `channel`.
+    pub(super) fn check_publish(&self, channel: Arg) -> Result<(), Error> {
+        let denied = || Error::NoChannelPermission {
+            channel: channel.bytes().to_vec(),
+        };
+        match self.state.get() {
+            State::Off => Ok(()),
+            State::Nobody => Err(denied()),
+            State::All | State::Each(_) => {
+                let user = self.owned.get();
+                // SAFETY: the API pointer is checked present; the user and channel are live for this call.
+                let ok = user.is_null()
+                    || unsafe {
+                        raw::RedisModule_ACLCheckChannelPermissions.is_none_or(|check| {
+                            check(user, channel.ptr, raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int)
+                                == raw::REDISMODULE_OK as c_int
+                        })
+                    };
+                if ok {
+                    Ok(())
+                } else {
+                    Err(denied())
+                }
+            }
+        }
+    }
+
     pub(super) fn release(&self) {
         let user = self.owned.replace(ptr::null_mut());
         if !user.is_null() {

@@ -62,6 +62,10 @@ pub enum Error {
     NoPermission {
         key: Vec<u8>,
     },
+    /// The caller's user may not publish on `channel`.
+    NoChannelPermission {
+        channel: Vec<u8>,
+    },
     /// A BLOCK timeout past what the server accepts.
     TimeoutRange,
     /// `EMQ.TURN` does not fit this keyspace: `lane` is not the head of the
@@ -152,6 +156,10 @@ impl Error {
                 "NOPERM this user has no permissions to access the '{}' key",
                 quote(key)
             ),
+            Error::NoChannelPermission { channel } => format!(
+                "NOPERM this user has no permissions to access the '{}' channel",
+                quote(channel)
+            ),
             Error::TimeoutRange => "ERR BLOCK timeout is out of range".to_string(),
             Error::TurnMismatch { lane, key } => format!(
                 "ERR EMQ.TURN: lane '{}' is not at the head of '{}' with enough jobs to lease (this keyspace differs from the primary's)",
@@ -219,6 +227,9 @@ mod tests {
             },
             Error::NoPermission {
                 key: b"q:ring".to_vec(),
+            },
+            Error::NoChannelPermission {
+                channel: b"q:events".to_vec(),
             },
             Error::TimeoutRange,
         ];

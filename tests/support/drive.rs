@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 use super::invariants::View;
 use super::rng::Rng;
 
+mod edits;
+mod run;
+
+pub use run::{drive, flat_limits, run_native, FLAT_CLAIM};
+
 pub const LANES: [&str; 4] = ["a", "b", "c", "d"];
 
 /// One command: `EMQ.<name>` and its arguments after the prefix.
@@ -19,7 +24,7 @@ pub struct Op {
 }
 
 impl Op {
-    fn new(name: &'static str, args: &[&str]) -> Op {
+    pub(super) fn new(name: &'static str, args: &[&str]) -> Op {
         Op {
             name,
             args: args.iter().map(|a| a.to_string()).collect(),
@@ -43,19 +48,6 @@ impl Op {
     }
 }
 
-/// EchoMQ's flat claim (`@claim`), a fixture: it leases the flat queue's
-/// head so that the transitions meet flat jobs leased as EchoMQ leases them.
-pub const FLAT_CLAIM: &str = "local popped = redis.call('ZPOPMIN', KEYS[1])
-if #popped == 0 then return {} end
-local id = popped[1]
-local jk = ARGV[1] .. id
-local att = redis.call('HINCRBY', jk, 'attempts', 1)
-redis.call('HSET', jk, 'state', 'active')
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), id)
-return {id, redis.call('HGET', jk, 'payload'), att}";
-
 /// Draws the next command from what `v` (the queue's keyspace) holds.
 pub struct Driver {
     pub rng: Rng,
@@ -67,7 +59,7 @@ pub struct Driver {
     /// Whether the stream may pause the whole queue and drain lanes.
     pub rare: bool,
     /// The job last given a log line (logged again, so that trims happen).
-    logged: Option<String>,
+    pub(super) logged: Option<String>,
 }
 
 impl Driver {
@@ -325,150 +317,8 @@ impl Driver {
         })
     }
 
-    /// A job's edit (SPEC section 9): data, progress, a log line, a removal,
-    /// a reprocess (mostly of a dead job), now and then a drain.
-    fn draw_edit(&mut self, v: &View) -> Option<Op> {
-        let pick = |rng: &mut Rng, pool: Vec<&String>| -> String {
-            if pool.is_empty() || rng.chance(1, 10) {
-                "JOB-none".to_string()
-            } else {
-                pool[rng.below(pool.len() as u64) as usize].clone()
-            }
-        };
-        let job = pick(&mut self.rng, v.rows.keys().collect());
-        Some(match self.rng.below(7) {
-            0 => Op::new("setdata", &[&job, "new payload"]),
-            1 => {
-                let n = self.rng.below(101).to_string();
-                Op::new("progress", &[&job, &n])
-            }
-            2 => {
-                // Each line its own, so that which lines a trim keeps shows;
-                // mostly the job logged last, so that trims happen.
-                let line = format!("line {}", self.rng.below(1_000_000));
-                let job = match &self.logged {
-                    Some(last) if self.rng.chance(2, 3) => last.clone(),
-                    _ => job,
-                };
-                self.logged = Some(job.clone());
-                if self.rng.chance(1, 2) {
-                    Op::new("log", &[&job, &line])
-                } else {
-                    let keep = self.rng.range(1, 3).to_string();
-                    Op::new("log", &[&job, &line, "KEEP", &keep])
-                }
-            }
-            3 if self.rng.chance(1, 2) => Op::new("remove", &[&job]),
-            3 => match self.rng.below(5) {
-                0 => Op::new(
-                    "counts",
-                    &["pending", "dead", "active", "METRICS", "completed", "failed"],
-                ),
-                1 => Op::new("state", &[&job]),
-                2 => Op::new("depths", &[LANES[0], LANES[1], "none"]),
-                3 => Op::new("maxed", &[]),
-                _ => Op::new("ratettl", &["0"]),
-            },
-            6 if self.rng.chance(1, 3) => {
-                // EchoMQ's queue-wide ceiling and rate limiter, as its host
-                // sets them (a fixture): what MAXED and RATETTL read.
-                // A ceiling near the leases there are, so that MAXED's edge
-                // (exactly as many leased) shows.
-                let leased = v.sets["active"].len() as u64;
-                let cap = (leased + self.rng.below(3)).saturating_sub(1).to_string();
-                let count = self.rng.range(0, 4).to_string();
-                let max = self.rng.range(0, 4).to_string();
-                Op::new("flat-limits", &[&cap, &count, &max])
-            }
-            4 | 5 => {
-                let dead = pick(&mut self.rng, v.sets["dead"].keys().collect());
-                Op::new("reprocess", &[&dead])
-            }
-            _ if self.rare && self.rng.chance(1, 3) => {
-                if self.rng.chance(1, 2) {
-                    Op::new("qdrain", &[])
-                } else {
-                    Op::new("qdrain", &["SCHEDULE"])
-                }
-            }
-            _ => return None,
-        })
-    }
-
-    fn short_delay(&mut self) -> &'static str {
+    pub(super) fn short_delay(&mut self) -> &'static str {
         self.last_short = Instant::now();
         "0"
-    }
-}
-
-/// The `flat-limits` fixture's commands on `p`: `P meta`'s concurrency and
-/// max, and `P limiter` with a minute to live.
-pub fn flat_limits(p: &str, args: &[String]) -> Vec<Vec<String>> {
-    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
-    vec![
-        s(&[
-            "HSET",
-            &format!("{p}meta"),
-            "concurrency",
-            &args[0],
-            "max",
-            &args[2],
-        ]),
-        s(&["SET", &format!("{p}limiter"), &args[1], "PX", "60000"]),
-    ]
-}
-
-/// Runs `op` natively on `p` (the flat fixtures with core commands).
-pub fn run_native(c: &mut super::Conn, p: &str, op: &Op) -> super::Reply {
-    match op.name {
-        "flat-enqueue" => {
-            let job = &op.args[0];
-            c.ok(&[
-                "HSET",
-                &format!("{p}job:{job}"),
-                "state",
-                "pending",
-                "attempts",
-                "0",
-                "payload",
-                "flat",
-            ]);
-            c.cmd(&["ZADD", &format!("{p}pending"), "0", job])
-        }
-        "flat-limits" => {
-            for cmd in flat_limits(p, &op.args) {
-                c.cmd(&cmd.iter().map(String::as_str).collect::<Vec<_>>())?;
-            }
-            Ok(super::Value::Int(1))
-        }
-        "flat-claim" => c.cmd(&[
-            "EVAL",
-            FLAT_CLAIM,
-            "2",
-            &format!("{p}pending"),
-            &format!("{p}active"),
-            &format!("{p}job:"),
-            &op.args[0],
-        ]),
-        name => {
-            let mut full = vec![format!("EMQ.{}", name.to_uppercase()), p.to_string()];
-            full.extend(op.args.iter().cloned());
-            c.cmd(&full.iter().map(String::as_str).collect::<Vec<_>>())
-        }
-    }
-}
-
-/// A random stream of `ops` commands on `p`, natively; every call succeeds
-/// but for a stale token, a reprocess of a job not dead and a queue at its
-/// ceiling (the stream draws them on purpose).
-pub fn drive(c: &mut super::Conn, p: &str, seed: u64, ops: usize) {
-    let mut driver = Driver::new(seed);
-    for _ in 0..ops {
-        let v = View::of(&super::snapshot::snapshot(c, p));
-        let op = driver.next(&v);
-        if let Err(e) = run_native(c, p, &op) {
-            let expected = ["EMQSTALE", "EMQSTATE", "EMQRATE"];
-            assert!(expected.iter().any(|c| e.starts_with(c)), "{op:?}: {e}");
-        }
     }
 }
