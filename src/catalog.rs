@@ -246,7 +246,7 @@ pub const COMMANDS: &[Command] = &[
     command("emq.qbclaim", MayBlock(flat::qbclaim), "write blocking", -4, &[PREFIX, LEASE, arg("n", ArgKind::Int), BLOCK],
         "Leases up to n of the flat queue's first jobs, one deadline (EchoMQ's @bclaim); with BLOCK, waits for one.",
         "O(n log N)", false),
-    command("emq.mextend", Replies(flat::mextend), "write", -3, &[PREFIX, LEASE, optional(many("job-token", ArgKind::Block(JOB_TOKEN)))],
+    command("emq.mextend", Replies(flat::mextend), "write", -5, &[PREFIX, LEASE, many("job-token", ArgKind::Block(JOB_TOKEN))],
         "Moves each leased job's deadline to now + lease under its token (EchoMQ's @extend_locks); replies the ids not extended.",
         "O(M log N) for M jobs.", false),
     command("emq.setdata", Replies(edits::setdata), "write deny-oom fast", 4, &[PREFIX, JOB, arg("payload", ArgKind::Str)],

@@ -310,7 +310,14 @@ fn run(c: &mut Conn, twins: &Twins, tol: i64, seed: u64, ops: usize) -> Result<(
             let la: Vec<&[u8]> = la.iter().map(|a| a.as_bytes()).collect();
             paired(c, twins, op.name, &na, &la)
         };
-        let lua = adapt(c, &op, &pre, lua);
+        let mut lua = adapt(c, &op, &pre, lua);
+        // A time left (RATETTL's PTTL) read on two clocks (Redis 7.0 reads
+        // the wall clock per command, not once per EXEC).
+        if let (Ok(Value::Int(n)), Ok(Value::Int(l))) = (&native, &lua) {
+            if op.name == "ratettl" && (n - l).abs() <= tol {
+                lua = native.clone();
+            }
+        }
         align_ring(c, &op);
         let at = || format!("seed {seed} step {step} {op:?}");
         if !same_reply(&native, &lua, tol) {
@@ -429,6 +436,7 @@ fn a_mutated_twin_is_caught() {
         ("add_log", "return n\n", "return n + 1\n"),
         ("remove_job", "for i = 2, 5 do", "for i = 2, 4 do"),
         ("reprocess", "redis.call('HDEL', KEYS[1], 'last_error')\n", ""),
+        ("drain", "n = n + #ids", "n = n + #ids + 1"),
     ] {
         let (server, mut c, mut twins) = server();
         let src = support::twins::source(script);

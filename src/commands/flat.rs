@@ -21,7 +21,7 @@ const AT_MAX: i64 = 1 << 53;
 /// even number of them (else the server's arity error).
 fn pairs<'a>(args: &mut Args<'a>) -> Result<Vec<(Arg<'a>, Arg<'a>)>, Error> {
     let rest = args.rest();
-    if !rest.len().is_multiple_of(2) {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return Err(Error::WrongArity);
     }
     Ok(rest.chunks(2).map(|p| (p[0], p[1])).collect())
@@ -126,10 +126,9 @@ fn ready<'a>(ctx: &Ctx, argv: Argv<'a>, batch: bool) -> Result<Option<Reply>, Er
     }
 }
 
-/// `EMQ.MEXTEND P lease [job token …]`: the ids not extended (none named:
-/// `[]`, as the script answers).
+/// `EMQ.MEXTEND P lease job token [job token …]`: the ids not extended.
 pub fn mextend<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
-    let mut args = Args::new(argv, 2, usize::MAX)?;
+    let mut args = Args::new(argv, 4, usize::MAX)?;
     let prefix = args.prefix(call.ctx)?;
     let lease = args.lease()?;
     debug_assert!(lease <= LEASE_MAX);

@@ -32,10 +32,14 @@ pub fn progress(q: &Queue, job: Arg, progress: Arg) -> Result<i64, Error> {
     let field = q.ctx.string(b"progress");
     q.hset(row, &[(field.as_arg(), progress)], c"hset");
     let message = q.ctx.string(&event::progress(job.bytes(), progress.bytes()));
-    q.ctx.publish(channel.as_arg(), message.as_arg());
     // A replica publishes it too, as the script's PUBLISH does; in a cluster
-    // the server spreads it over the cluster bus instead.
-    if !q.ctx.is_cluster() {
+    // the primary's publish reaches every node over the cluster bus, so a
+    // replay there (a replica, a slot's import) publishes nothing again.
+    let cluster = q.ctx.is_cluster();
+    if !(cluster && q.ctx.replayed()) {
+        q.ctx.publish(channel.as_arg(), message.as_arg());
+    }
+    if !cluster {
         q.call
             .repl
             .effect(c"PUBLISH", &[channel.as_arg(), message.as_arg()]);

@@ -9,8 +9,9 @@
 //! A head is leased only when its row names no lane and is not leased,
 //! delayed or dead (`model::row::flat_head_fate`); a head with no row, or a
 //! row leased, delayed or dead, leaves `P pending` unleased (the script would
-//! lease it and write a ghost row); a lane's job or a row whose attempts are
-//! not a number stays and is passed (docs/damage.md, "The flat queue").
+//! lease it and write a ghost row); a lane's job goes to its lane, as a
+//! lane claim's strays do; a row whose attempts are not a number stays and
+//! is passed (docs/damage.md, "The flat queue").
 
 use smallvec::SmallVec;
 
@@ -21,6 +22,7 @@ use crate::model::row::{flat_head_fate, Fate, Home};
 use crate::queue::{Queue, Score};
 use crate::runtime::{stats, Call};
 
+use super::books::Books;
 use super::timer;
 
 /// Heads a claim looks at past those it leases (strays, passed heads).
@@ -103,15 +105,32 @@ fn serve(
     let pending = q.flat()?;
     let leases = q.leases()?;
     let want = req.batch.map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let (leased, dropped) = take_heads(q, pending, want)?;
-    if leased.is_empty() && (dropped.is_empty() || !drop_alone) {
+    let (leased, dropped, strays) = take_heads(q, pending, want)?;
+    if leased.is_empty() && ((dropped.is_empty() && strays.is_empty()) || !drop_alone) {
         return Ok((None, false));
+    }
+    // A lane's job goes to its lane (read before anything is written); one
+    // whose lane is damaged stays.
+    let mut books = Books::new(q, "flat head(s)");
+    let mut moved: SmallVec<[(usize, RStr); 2]> = SmallVec::new();
+    for (job, lane) in strays {
+        if let Some(Some(i)) = books.home(Some(&lane))? {
+            moved.push((i, job));
+        }
     }
     {
         let mut gone: SmallVec<[Arg; 8]> = leased.iter().map(|l| l.job.as_arg()).collect();
         gone.extend(dropped.iter().map(RStr::as_arg));
+        gone.extend(moved.iter().map(|(_, job)| job.as_arg()));
         q.zrem(pending, &gone, c"zpopmin");
     }
+    if !moved.is_empty() {
+        q.call.count(&stats::STRAYS, moved.len() as u64);
+    }
+    for (i, job) in moved {
+        books.add(i, job);
+    }
+    books.write()?;
     if !dropped.is_empty() {
         q.call.count(&stats::STRAYS, dropped.len() as u64);
         q.report(|| {
@@ -167,18 +186,26 @@ fn serve(
     Ok((Some(reply), true))
 }
 
-/// The heads to lease (up to `want`) and to drop, lowest first; at most
-/// `want + PASS_BUDGET` heads looked at.
+/// The heads to lease (up to `want`), to drop, and to send to their lanes,
+/// lowest first; at most `want + PASS_BUDGET` heads looked at.
 #[allow(clippy::type_complexity)]
 fn take_heads<'q>(
     q: &Queue<'q>,
     pending: Key<'q>,
     want: usize,
-) -> Result<(SmallVec<[Leased<'q>; 4]>, SmallVec<[RStr; 2]>), Error> {
+) -> Result<
+    (
+        SmallVec<[Leased<'q>; 4]>,
+        SmallVec<[RStr; 2]>,
+        Vec<(RStr, Vec<u8>)>,
+    ),
+    Error,
+> {
     let budget = want.saturating_add(PASS_BUDGET);
     let depth = pending.len();
     let mut leased: SmallVec<[Leased<'q>; 4]> = SmallVec::new();
     let mut dropped: SmallVec<[RStr; 2]> = SmallVec::new();
+    let mut strays: Vec<(RStr, Vec<u8>)> = Vec::new();
     let mut looked = 0usize;
     let mut window = want.min(depth);
     while window > looked {
@@ -197,13 +224,17 @@ fn take_heads<'q>(
                     });
                 }
                 Fate::Stray(Home::Elsewhere) => dropped.push(job),
-                Fate::Stray(_) | Fate::Damaged => {}
+                Fate::Stray(Home::Lane(lane)) => {
+                    let lane = lane.to_vec();
+                    strays.push((job, lane));
+                }
+                Fate::Stray(Home::Flat) | Fate::Damaged => {}
             }
             if leased.len() >= want {
-                return Ok((leased, dropped));
+                return Ok((leased, dropped, strays));
             }
         }
         window = window.saturating_mul(2).min(budget).min(depth);
     }
-    Ok((leased, dropped))
+    Ok((leased, dropped, strays))
 }

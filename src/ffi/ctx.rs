@@ -152,7 +152,6 @@ impl Ctx {
         unsafe { api!(RedisModule_NotifyKeyspaceEvent)(self.ptr, class as c_int, event.as_ptr(), name.ptr) };
     }
 
-    /// Wakes clients blocked on `key` (module waiters and core ones alike).
     /// `PUBLISH channel message` on this server (a replica publishes what
     /// its primary sends it).
     pub fn publish(&self, channel: Arg, message: Arg) {
@@ -160,6 +159,7 @@ impl Ctx {
         unsafe { api!(RedisModule_PublishMessage)(self.ptr, channel.ptr, message.ptr) };
     }
 
+    /// Wakes clients blocked on `key` (module waiters and core ones alike).
     pub fn signal_ready(&self, key: Arg) {
         // SAFETY: a live context and string.
         unsafe { api!(RedisModule_SignalKeyAsReady)(self.ptr, key.ptr) };

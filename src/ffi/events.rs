@@ -70,6 +70,7 @@ pub fn subscribe(ctx: &redis_module::Context, handlers: Handlers) {
     }
 }
 
+/// SAFETY (callers: the server): `ctx` is a live context for the call.
 unsafe extern "C" fn on_cron(
     ctx: *mut raw::RedisModuleCtx,
     _: raw::RedisModuleEvent,
@@ -93,10 +94,12 @@ unsafe extern "C" fn on_migration(
     if !(subevent == EXPORT_COMPLETED || subevent == IMPORT_ABORTED) || data.is_null() {
         return;
     }
+    // SAFETY: for this event the server passes a `ValkeyModuleAtomicSlotMigrationInfoV1`, alive during the callback.
     let info = &*data.cast::<MigrationInfo>();
     let mut ranges = Vec::with_capacity(info.num_slot_ranges as usize);
     if info.version >= 1 && !info.slot_ranges.is_null() {
         for i in 0..info.num_slot_ranges as usize {
+            // SAFETY: `slot_ranges` holds `num_slot_ranges` ranges (the server's array, alive during the callback).
             let r = &*info.slot_ranges.add(i);
             if let (Ok(lo), Ok(hi)) = (u16::try_from(r.start), u16::try_from(r.end)) {
                 ranges.push((lo, hi));

@@ -229,7 +229,6 @@ impl<'c> Key<'c> {
         unsafe { api!(RedisModule_ValueLength)(self.ptr()) }
     }
 
-    /// Element `index` of a list (negative from the tail).
     /// The key's time to live in ms (`PTTL`); `None` when it has none or
     /// does not exist.
     pub fn expire_ms(&self) -> Option<i64> {
@@ -254,6 +253,7 @@ impl<'c> Key<'c> {
         }
     }
 
+    /// Element `index` of a list (negative from the tail).
     pub fn list_get(&self, index: i64) -> Option<RStr> {
         if !self.is_open() || self.kind() != Kind::List {
             return None;
