@@ -4,7 +4,7 @@
 use crate::ffi::{Arg, Argv, Ctx};
 use crate::model::error::{Error, COUNT_RANGE};
 use crate::model::grammar;
-use crate::runtime::cluster;
+use crate::runtime::{cluster, config, Call};
 
 /// A command's arguments, read in order; running past the end is the
 /// server's arity error.
@@ -106,6 +106,19 @@ impl<'a> Args<'a> {
             Some(n) => Ok(count(n)?),
         }
     }
+}
+
+/// EchoMQ's kind rule for every id of a call, before anything is written;
+/// not on a replay (the primary applied it to what a replica or an AOF load
+/// replays, whatever `emq.job-kind` they run with).
+pub fn of_kind<'a>(call: &Call, ids: impl IntoIterator<Item = Arg<'a>>) -> Result<(), Error> {
+    if !call.ctx.replayed() {
+        let kind = config::job_kind();
+        for id in ids {
+            grammar::job_of_kind(id.bytes(), &kind)?;
+        }
+    }
+    Ok(())
 }
 
 /// A `COUNT` value (n >= 1).

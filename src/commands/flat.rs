@@ -6,12 +6,12 @@ use crate::ffi::{Arg, Argv, Ctx, Reply};
 use crate::model::error::{Error, COUNT_RANGE};
 use crate::model::grammar::{self, LEASE_MAX};
 use crate::queue::Queue;
-use crate::runtime::{config, Call};
+use crate::runtime::Call;
 
 use crate::engine::flat_claim::{self, FlatRequest};
 use crate::engine::{flat, timer};
 
-use super::args::Args;
+use super::args::{of_kind, Args};
 use super::claim::block;
 
 /// The latest `AT` a schedule takes: past 2^53 a score is no longer exact.
@@ -25,18 +25,6 @@ fn pairs<'a>(args: &mut Args<'a>) -> Result<Vec<(Arg<'a>, Arg<'a>)>, Error> {
         return Err(Error::WrongArity);
     }
     Ok(rest.chunks(2).map(|p| (p[0], p[1])).collect())
-}
-
-/// EchoMQ's kind rule, for every id before anything is written (the primary
-/// already applied it to what a replica replays).
-fn of_kind<'a>(call: &Call, ids: impl IntoIterator<Item = Arg<'a>>) -> Result<(), Error> {
-    if !call.ctx.replayed() {
-        let kind = config::job_kind();
-        for id in ids {
-            grammar::job_of_kind(id.bytes(), &kind)?;
-        }
-    }
-    Ok(())
 }
 
 /// `EMQ.QENQUEUE P job payload [job payload …]`: the number enqueued.

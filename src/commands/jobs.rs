@@ -5,12 +5,12 @@ use crate::ffi::{Argv, Reply};
 use crate::model::error::{Error, MAX_RANGE};
 use crate::model::grammar::{self, LEASE_MAX};
 use crate::queue::Queue;
-use crate::runtime::{config, stats, Call};
+use crate::runtime::{stats, Call};
 
 use crate::engine::jobs::{self, Retried};
 use crate::engine::timer;
 
-use super::args::Args;
+use super::args::{of_kind, Args};
 
 /// The latest `AT` a delay takes: past 2^53 a score is no longer exact.
 const AT_MAX: i64 = 1 << 53;
@@ -61,9 +61,7 @@ pub fn delay<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     } else {
         return Err(Error::Syntax);
     };
-    if !call.ctx.replayed() {
-        grammar::job_of_kind(job.bytes(), &config::job_kind())?;
-    }
+    of_kind(call, [job])?;
     let q = Queue::new(call, prefix);
     jobs::delay(&q, job, token, due)?;
     call.count(&stats::JOBS_DELAYED, 1);

@@ -7,11 +7,11 @@ use crate::model::error::{Error, LEASE_RANGE, LIMIT_RANGE, PERIOD_RANGE, RATE_N_
 use crate::model::grammar::{self, LEASE_MAX};
 use crate::model::rate::{self, Rate};
 use crate::queue::Queue;
-use crate::runtime::{config, Call};
+use crate::runtime::Call;
 
 use crate::engine::{lanes, rate as rates};
 
-use super::args::Args;
+use super::args::{of_kind, Args};
 
 /// `EMQ.ENQUEUE P lane job payload [job payload …]`: the number enqueued.
 pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
@@ -23,14 +23,7 @@ pub fn enqueue<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let lane = args.lane()?;
     let rest = args.rest();
     let jobs: Vec<(Arg, Arg)> = rest.chunks(2).map(|p| (p[0], p[1])).collect();
-    // The kind rule, for the whole call before anything is written (the
-    // primary already applied it to what a replica replays).
-    if !call.ctx.replayed() {
-        let kind = config::job_kind();
-        for (job, _) in &jobs {
-            grammar::job_of_kind(job.bytes(), &kind)?;
-        }
-    }
+    of_kind(call, jobs.iter().map(|j| j.0))?;
     let q = Queue::new(call, prefix);
     Ok(Reply::Int(lanes::enqueue(&q, lane, &jobs)?))
 }

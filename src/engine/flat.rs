@@ -6,31 +6,10 @@
 
 use smallvec::SmallVec;
 
-use crate::ffi::{word, Arg, Key, Kind, Word};
+use crate::ffi::{word, Arg, Word};
 use crate::model::error::Error;
 use crate::queue::{Queue, Score};
 use crate::runtime::stats;
-
-/// The rows of `jobs` not yet written, each job once (its first payload):
-/// a job whose row exists, or named before in the call, is a duplicate.
-/// Every row is opened (and its permission checked) before the first write.
-fn fresh_rows<'q, 'a>(
-    q: &Queue<'q>,
-    jobs: &[(Arg<'a>, Arg<'a>)],
-) -> Result<Vec<(Key<'q>, Arg<'a>, Arg<'a>)>, Error> {
-    let mut fresh: Vec<(Key<'q>, Arg<'a>, Arg<'a>)> = Vec::with_capacity(jobs.len());
-    let mut seen = rustc_hash::FxHashSet::default();
-    for &(job, payload) in jobs {
-        if !seen.insert(job.bytes()) {
-            continue;
-        }
-        let row = q.row_key(job.bytes())?;
-        if row.kind() == Kind::Empty {
-            fresh.push((row, job, payload));
-        }
-    }
-    Ok(fresh)
-}
 
 /// EMQ.QENQUEUE: each `(job, payload)` in turn — a duplicate is skipped,
 /// else its row is written (`state pending`, `attempts 0`, its payload) and
@@ -38,7 +17,7 @@ fn fresh_rows<'q, 'a>(
 /// queue's flat waiters are woken. Returns the number enqueued.
 pub fn enqueue(q: &Queue, jobs: &[(Arg, Arg)]) -> Result<i64, Error> {
     let pending = q.flat()?;
-    let fresh = fresh_rows(q, jobs)?;
+    let fresh = q.fresh_rows(jobs)?;
     let mut added: Vec<Arg> = Vec::with_capacity(fresh.len());
     for (row, job, payload) in fresh {
         let pairs = [
@@ -62,7 +41,7 @@ pub fn enqueue(q: &Queue, jobs: &[(Arg, Arg)]) -> Result<i64, Error> {
 /// payload), into `P schedule` at `due`; 0 when its row exists.
 pub fn schedule(q: &Queue, job: Arg, payload: Arg, due: i64) -> Result<i64, Error> {
     let set = q.schedule()?;
-    let Some((row, job, payload)) = fresh_rows(q, &[(job, payload)])?.pop() else {
+    let Some((row, job, payload)) = q.fresh_rows(&[(job, payload)])?.pop() else {
         return Ok(0);
     };
     let pairs = [

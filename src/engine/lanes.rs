@@ -4,10 +4,6 @@
 //! ring follow (`schedule::ring_change`); none asks the ring where a lane is
 //! unless the lane must leave it.
 
-use std::collections::HashSet;
-
-use smallvec::SmallVec;
-
 use crate::ffi::{word, Arg, Key, Word};
 use crate::model::credit::Fairness;
 use crate::model::error::Error;
@@ -25,29 +21,7 @@ pub fn enqueue(q: &Queue, lane: Arg, jobs: &[(Arg, Arg)]) -> Result<i64, Error> 
     q.joinable()?;
     let before = q.lane(lane)?;
     let pending = q.pending_zset(lane.bytes())?;
-    // Every row opened (and its permission checked) before the first write;
-    // a job named twice counts once, with its first payload, as a later one
-    // would find the row the first wrote.
-    let mut fresh: Vec<(Key, Arg, Arg)> = Vec::with_capacity(jobs.len());
-    let mut seen: HashSet<&[u8]> = HashSet::new();
-    let mut met: SmallVec<[&[u8]; 8]> = SmallVec::new();
-    for &(job, payload) in jobs {
-        let id = job.bytes();
-        let again = if jobs.len() > 8 {
-            !seen.insert(id)
-        } else {
-            let again = met.contains(&id);
-            met.push(id);
-            again
-        };
-        if again {
-            continue;
-        }
-        let row = q.row_key(job.bytes())?;
-        if row.kind() == crate::ffi::Kind::Empty {
-            fresh.push((row, job, payload));
-        }
-    }
+    let fresh = q.fresh_rows(jobs)?;
     let mut added: Vec<Arg> = Vec::with_capacity(fresh.len());
     for (row, job, payload) in fresh {
         q.hset(

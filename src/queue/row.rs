@@ -1,7 +1,11 @@
 //! A job's row (`P job:<id>`): its state, lane and attempts read in one
 //! call, as the decisions of `model::row` need them.
 
-use crate::ffi::{word, Key, Kind, RStr, Word};
+use std::collections::HashSet;
+
+use smallvec::SmallVec;
+
+use crate::ffi::{word, Arg, Key, Kind, RStr, Word};
 use crate::model::credit::{Stamp, Stamped};
 use crate::model::error::Error;
 use crate::model::layout;
@@ -55,6 +59,40 @@ impl Row<'_> {
 }
 
 impl<'q> Queue<'q> {
+    /// The rows of new jobs among `jobs` (`(job, payload)` pairs), each job
+    /// once with its first payload: a job whose row exists, or named before
+    /// in the call, is a duplicate (as a later pair would find the row the
+    /// first wrote). Every row is opened (its permission checked) before the
+    /// caller's first write.
+    #[allow(clippy::type_complexity)]
+    pub fn fresh_rows<'a>(
+        &self,
+        jobs: &[(Arg<'a>, Arg<'a>)],
+    ) -> Result<Vec<(Key<'q>, Arg<'a>, Arg<'a>)>, Error> {
+        let mut fresh = Vec::with_capacity(jobs.len());
+        // A scan for the handful a call usually names; a hash set beyond.
+        let mut seen: HashSet<&[u8]> = HashSet::new();
+        let mut met: SmallVec<[&[u8]; 8]> = SmallVec::new();
+        for &(job, payload) in jobs {
+            let id = job.bytes();
+            let again = if jobs.len() > 8 {
+                !seen.insert(id)
+            } else {
+                let again = met.contains(&id);
+                met.push(id);
+                again
+            };
+            if again {
+                continue;
+            }
+            let row = self.row_key(id)?;
+            if row.kind() == Kind::Empty {
+                fresh.push((row, job, payload));
+            }
+        }
+        Ok(fresh)
+    }
+
     /// `P job:<id>`, untyped.
     pub fn row_key(&self, job: &[u8]) -> Result<Key<'q>, Error> {
         self.ctx.key_once(&layout::row_parts(self.prefix_bytes, job))
