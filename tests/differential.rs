@@ -47,6 +47,22 @@ fn eval(c: &mut Conn, script: &str, args: &[&str]) {
     c.ok(&full);
 }
 
+/// On the twin's side, a lane job leaves properly where the script leaves it
+/// in place: its lease (`was` active: the lane's count - 1, rung if now
+/// serviceable) or its lane (out of the ring once empty).
+fn leave_lane(c: &mut Conn, was: &str, lane: &str, job: &str) {
+    if was == "active" {
+        eval(c, LEFT_LEASE, &[L, lane]);
+        eval(c, RING_IF, &[L, lane]);
+    } else {
+        let set = format!("{L}g:{lane}:pending");
+        c.ok(&["ZREM", &set, job]);
+        if c.int(&["ZCARD", &set]) == 0 {
+            c.ok(&["LREM", &format!("{L}ring"), "0", lane]);
+        }
+    }
+}
+
 /// Where `job` was before the op, on the twin's side.
 fn place(v: &View, job: &str) -> Option<String> {
     v.places(job).into_iter().next()
@@ -64,17 +80,7 @@ fn adapt(c: &mut Conn, op: &Op, pre: &View, lua: Reply) -> Reply {
         // DELAY makes a job leave its lease properly (the script leaves the
         // lane's count as it was), or where it waited.
         ("delay", Ok(_)) => match (was.as_deref(), &group) {
-            (Some("active"), Some(g)) => {
-                eval(c, LEFT_LEASE, &[L, g]);
-                eval(c, RING_IF, &[L, g]);
-            }
-            (Some(w), Some(g)) if w.starts_with("g:") => {
-                let lane = format!("{L}g:{g}:pending");
-                c.ok(&["ZREM", &lane, job]);
-                if c.int(&["ZCARD", &lane]) == 0 {
-                    c.ok(&["LREM", &format!("{L}ring"), "0", g]);
-                }
-            }
+            (Some(w), Some(g)) if w == "active" || w.starts_with("g:") => leave_lane(c, w, g, job),
             (Some("pending"), _) => {
                 c.ok(&["ZREM", &format!("{L}pending"), job]);
             }
@@ -100,20 +106,13 @@ fn adapt(c: &mut Conn, op: &Op, pre: &View, lua: Reply) -> Reply {
         }
         // REMOVE takes a lane job out of its lane, or out of its lease
         // (its lane's count lowered): the script leaves both.
-        ("remove", Ok(Value::Int(1))) => match (was.as_deref(), &group) {
-            (Some("active"), Some(g)) => {
-                eval(c, LEFT_LEASE, &[L, g]);
-                eval(c, RING_IF, &[L, g]);
-            }
-            (Some(w), Some(g)) if w.starts_with("g:") => {
-                let lane = format!("{L}g:{g}:pending");
-                c.ok(&["ZREM", &lane, job]);
-                if c.int(&["ZCARD", &lane]) == 0 {
-                    c.ok(&["LREM", &format!("{L}ring"), "0", g]);
+        ("remove", Ok(Value::Int(1))) => {
+            if let (Some(w), Some(g)) = (was.as_deref(), &group) {
+                if w == "active" || w.starts_with("g:") {
+                    leave_lane(c, w, g, job);
                 }
             }
-            _ => {}
-        },
+        }
         // REPROCESS puts a dead lane job back in its lane (the script: in
         // the flat queue).
         ("reprocess", Ok(Value::Int(1))) => {

@@ -99,6 +99,18 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// `IN ms | AT ms`: the due time, `ms` from now or at `ms`.
+    pub fn when(&mut self, ctx: &Ctx) -> Result<i64, Error> {
+        if self.keyword("IN") {
+            let ms = grammar::delay(self.arg()?.bytes(), "IN")?;
+            Ok(ctx.now_ms().saturating_add(ms))
+        } else if self.keyword("AT") {
+            self.int("AT", 0, AT_MAX, "an integer from 0 to 9007199254740992")
+        } else {
+            Err(Error::Syntax)
+        }
+    }
+
     /// The trailing `[COUNT n]` (n >= 1), `default` when absent.
     pub fn count(&mut self, default: usize) -> Result<usize, Error> {
         match self.option("COUNT")? {
@@ -107,6 +119,9 @@ impl<'a> Args<'a> {
         }
     }
 }
+
+/// The latest `AT` a due time takes: past 2^53 a score is no longer exact.
+const AT_MAX: i64 = 1 << 53;
 
 /// EchoMQ's kind rule for every id of a call, before anything is written;
 /// not on a replay (the primary applied it to what a replica or an AOF load

@@ -4,7 +4,7 @@
 
 use crate::ffi::{Arg, Argv, Ctx, Reply};
 use crate::model::error::{Error, COUNT_RANGE};
-use crate::model::grammar::{self, LEASE_MAX};
+use crate::model::grammar::LEASE_MAX;
 use crate::queue::Queue;
 use crate::runtime::Call;
 
@@ -13,9 +13,6 @@ use crate::engine::{flat, timer};
 
 use super::args::{of_kind, Args};
 use super::claim::block;
-
-/// The latest `AT` a schedule takes: past 2^53 a score is no longer exact.
-const AT_MAX: i64 = 1 << 53;
 
 /// `(job, payload)` or `(job, token)` pairs: the rest of the arguments, an
 /// even number of them (else the server's arity error).
@@ -43,14 +40,7 @@ pub fn qschedule<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 5, 5)?;
     let prefix = args.prefix(call.ctx)?;
     let (job, payload) = (args.arg()?, args.arg()?);
-    let due = if args.keyword("IN") {
-        let ms = grammar::delay(args.arg()?.bytes(), "IN")?;
-        call.ctx.now_ms().saturating_add(ms)
-    } else if args.keyword("AT") {
-        args.int("AT", 0, AT_MAX, "an integer from 0 to 9007199254740992")?
-    } else {
-        return Err(Error::Syntax);
-    };
+    let due = args.when(call.ctx)?;
     of_kind(call, [job])?;
     let q = Queue::new(call, prefix);
     let added = flat::schedule(&q, job, payload, due)?;

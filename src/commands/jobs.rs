@@ -12,9 +12,6 @@ use crate::engine::timer;
 
 use super::args::{of_kind, Args};
 
-/// The latest `AT` a delay takes: past 2^53 a score is no longer exact.
-const AT_MAX: i64 = 1 << 53;
-
 /// `EMQ.COMPLETE P job token`: 1, or 0 when the row is gone.
 pub fn complete<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 3, 3)?;
@@ -53,14 +50,7 @@ pub fn delay<'a>(call: &Call, argv: Argv<'a>) -> Result<Reply, Error> {
     let mut args = Args::new(argv, 5, 5)?;
     let prefix = args.prefix(call.ctx)?;
     let (job, token) = (args.arg()?, args.arg()?);
-    let due = if args.keyword("IN") {
-        let ms = grammar::delay(args.arg()?.bytes(), "IN")?;
-        call.ctx.now_ms().saturating_add(ms)
-    } else if args.keyword("AT") {
-        args.int("AT", 0, AT_MAX, "an integer from 0 to 9007199254740992")?
-    } else {
-        return Err(Error::Syntax);
-    };
+    let due = args.when(call.ctx)?;
     of_kind(call, [job])?;
     let q = Queue::new(call, prefix);
     jobs::delay(&q, job, token, due)?;
