@@ -55,16 +55,17 @@ bench-peers: build
 criterion: build
 	EMQ_SERVER="$$(scripts/servers.sh valkey9)" cargo bench --locked --bench schedule --bench roundtrip
 
-# Instructions per call under callgrind (deterministic): the native K=1
-# claim, its Lua twin and the core commands of its floor.
-SCENARIO ?= WCLAIM K=1, 100 lanes
+# Instructions per command at its dispatcher under callgrind (deterministic):
+# native, twin, the core floor and the C floor module (benches/floor) in
+# the claim and cycle scenarios; SCENARIOS="=<name>|=<name>" for others,
+# PROFILE_OF="native WCLAIM" for where one's instructions go.
+SCENARIOS ?=
 profile: build
 	@scripts/deps.sh valgrind
-	scripts/profile.sh "$(SCENARIO)" emq::commands::claim::wclaim evalShaCommand \
-	  lmoveCommand zpopminCommand hincrbyCommand hsetCommand hgetCommand zaddCommand
+	scripts/profile.sh $(if $(SCENARIOS),"$(SCENARIOS)")
 
-# Instructions per native claim against bench/perf-budget (callgrind,
-# deterministic): fails when a change takes one more than 5% over budget.
+# Instructions per call at the dispatcher against bench/perf-budget
+# (callgrind, deterministic): fails when one is more than 5% over budget.
 perf-guard: build
 	@scripts/deps.sh valgrind
 	scripts/perf-guard.sh

@@ -1,56 +1,43 @@
 #!/usr/bin/env bash
-# Where a native command's time goes: runs one bench scenario (native blocks
-# only) against a Valkey 9.1 under `valgrind --tool=callgrind`, collecting
-# only inside the named functions, and prints instructions per call of each
-# and the inclusive profile of the first.
-#   scripts/profile.sh [scenario [function ...]]
-#   scenario: a bench scenario's whole name (default "WCLAIM K=1, 100 lanes");
-#   functions: where collection happens (default emq::commands::claim::wclaim).
-#   scripts/profile.sh "WCLAIM K=1, 100 lanes" emq::commands::claim::wclaim \
-#     lmoveCommand zpopminCommand zaddCommand hsetCommand hincrbyCommand
-# (the second form counts the core commands of the scenario's floor alone;
-# name evalShaCommand to count the Lua twin's calls, which run the same core
-# commands, and the floor's with them).
+# make profile: instructions per command where a client pays for it — at
+# the function the server calls for it (ValkeyModuleCommandDispatcher for a
+# module's command, evalShaCommand for a script, lmoveCommand … for a core
+# command) — under callgrind on a Valkey 9.1 that also loads the C floor
+# module (benches/floor/floor.c, built here against the crate's
+# redismodule.h). The bench (benches/report/probe.rs) turns instrumentation
+# on around each measured send only, so a setup's commands are not counted.
+#   scripts/profile.sh [scenarios]
+#   scenarios: EMQ_BENCH_ONLY's form, `|` between them (default: the K=1
+#   claim in both modes, K=8, BCLAIM of 32, the batched cycle).
+# Prints the table and leaves `dispatch.tsv` (scenario, what, per call, per
+# job) and the dumps in the directory it names last; with PROFILE_OF="<what>"
+# (e.g. "native WCLAIM") also the inclusive profile of that thing's first
+# block in the first scenario.
 # Instructions are all but deterministic (the server's hash seeds move them a
 # few tenths of a percent): compare two builds by their figures per call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-only="${1:-WCLAIM K=1, 100 lanes}"
-shift || true
-functions=("$@")
-[ ${#functions[@]} -gt 0 ] || functions=(emq::commands::claim::wclaim)
-out="$(mktemp -d)"
+default="=WCLAIM K=1, 100 lanes|=WCLAIM K=1, 100 lanes, emq.replicate command|=WCLAIM K=8, 100 lanes"
+default="$default|=BCLAIM of 32, 1,600 lanes|=batched cycle ENQUEUE×8→WCLAIM K=8→COMPLETE×8, 100 lanes"
+only="${1:-$default}"
+out="${PROFILE_DIR:-$(mktemp -d)}"
+mkdir -p "$out"
 scripts/deps.sh valgrind
 real="$(scripts/servers.sh valkey9)"
-toggles=""
-for f in "${functions[@]}"; do toggles="$toggles --toggle-collect=$f"; done
-printf '#!/bin/sh\nexec valgrind --tool=callgrind --collect-atstart=no --compress-strings=no%s --callgrind-out-file=%s/cg.%%p "%s" "$@"\n' \
-  "$toggles" "$out" "$real" >"$out/server"
+# The crate's own header, of the version Cargo.lock pins (its sources are
+# in cargo's registry once the module is built).
+version="$(grep -A1 '^name = "redis-module"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
+include="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"redis-module-$version"/src/include | head -1)"
+cc -O2 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-parameter -I"$include" -o "$out/floor.so" benches/floor/floor.c
+printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --compress-strings=no --callgrind-out-file=%s/cg.%%p "%s" "$@" --loadmodule %s/floor.so\n' \
+  "$out" "$real" "$out" >"$out/server"
 chmod +x "$out/server"
-# The Lua blocks run only when the twin's calls are asked for; the floors
-# when a core command is.
-native_only=1
-floors=0
-for f in "${functions[@]}"; do
-  case "$f" in
-    emq::*) ;;
-    evalShaCommand) native_only=0 ;;
-    *) floors=1 ;;
-  esac
-done
-EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_BENCH_ONLY="=$only" EMQ_BENCH_NATIVE_ONLY=$native_only EMQ_BENCH_FLOORS=$floors \
+EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_PROFILE_DIR="$out" EMQ_BENCH_C_FLOOR=1 EMQ_BENCH_ONLY="$only" \
   cargo bench --locked --bench report >"$out/bench.txt"
-file="$(ls "$out"/cg.* | head -1)"
-callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null >"$out/annotate.txt"
-echo "$only (Valkey 9.1, callgrind, instructions inside each function):"
-for f in "${functions[@]}"; do
-  calls="$(grep -A1 -F "cfn=$f" "$file" | awk -F'[= ]' '/^calls=/ {n += $2} END {printf "%.0f", n}')"
-  # The largest figure among the function's lines is its inclusive total
-  # (printed whole: awk would print a total past 2^31 as 2.66329e+10).
-  total="$(grep -F ":$f" "$out/annotate.txt" | awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {printf "%.0f", max}')"
-  if [ "${calls:-0}" -gt 0 ] && [ -n "$total" ]; then
-    printf '  %-40s %8d calls %12d per call %14d in all\n' "$f" "$calls" "$((total / calls))" "$total"
-  fi
-done
-sed -n '/file:function/,$p' "$out/annotate.txt" | grep -v '???:0x\|below main' | head -60 || true
-echo "profile: $file"
+sed -n '/^instructions at the command/,$p' "$out/bench.txt"
+if [ -n "${PROFILE_OF:-}" ]; then
+  block="$(grep -F -m1 "	$PROFILE_OF	" "$out/blocks.tsv" | cut -f1)"
+  callgrind_annotate --inclusive=yes --threshold=99 "$block" 2>/dev/null |
+    sed -n '/file:function/,$p' | grep -v '???:0x\|below main' | head -80 || true
+fi
+echo "profile: $out"

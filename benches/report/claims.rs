@@ -74,27 +74,46 @@ impl Bench {
         other_setup: Setup,
     ) -> Row {
         flush(&mut self.c);
-        let (n, l) = ("bn{q}:", "bl{q}:");
+        let (n, l, f) = ("bn{q}:", "bl{q}:", "bf{q}:");
         setup(&mut self.c, n);
         other_setup(&mut self.c, l);
+        if c_floor(name) {
+            setup(&mut self.c, f);
+        }
         let native_cmd = Side::Native
             .calls(&mut self.c, &self.twins, verb, n, &[LEASE])
             .remove(0);
         let lua_cmd = other.calls(&mut self.c, &self.twins, verb, l, &[LEASE]).remove(0);
-        let (mut native, mut lua) = (Tally::default(), Tally::default());
+        let floor_cmd = Side::Floor
+            .calls(&mut self.c, &self.twins, verb, f, &[LEASE])
+            .remove(0);
+        let (mut native, mut lua, mut floor) = (Tally::default(), Tally::default(), Tally::default());
         for _ in 0..ROUNDS {
             for (first, side, tally, cmd) in [
                 (true, Side::Native, &mut native, &native_cmd),
                 (false, other, &mut lua, &lua_cmd),
+                (false, Side::Floor, &mut floor, &floor_cmd),
             ] {
                 // Profiling: the first side alone (the other one alone with
-                // `EMQ_BENCH_OTHER=1`).
+                // `EMQ_BENCH_OTHER=1`); the C floor when it is loaded.
                 let other_only = std::env::var("EMQ_BENCH_OTHER").is_ok_and(|v| v == "1");
-                if native_only() && first == other_only {
+                if side == Side::Floor && !c_floor(name)
+                    || side != Side::Floor && native_only() && first == other_only
+                {
                     continue;
                 }
+                let what = match (first, side) {
+                    (false, Side::Native) => format!("native {}, other state", verb.to_uppercase()),
+                    _ => side.what(verb),
+                };
                 reset_stats(&mut self.c);
-                let (replies, elapsed) = send(&mut self.c, &vec![cmd.clone(); calls / ROUNDS]);
+                let (replies, elapsed) = self.probe.send(
+                    &mut self.c,
+                    (name, &what),
+                    side.procs(),
+                    &vec![cmd.clone(); calls / ROUNDS],
+                    |r| Some(served(r)),
+                );
                 tally.add(
                     &commandstats(&mut self.c),
                     &side.stats(&[verb]),
@@ -102,6 +121,12 @@ impl Bench {
                     elapsed,
                 );
             }
+        }
+        if c_floor(name) {
+            assert_eq!(
+                floor.jobs, native.jobs,
+                "{name}: the C floor serves what the native does"
+            );
         }
         let memory = Some((
             memory(&mut self.c, &format!("{n}*")),
@@ -127,7 +152,7 @@ impl Bench {
             let depth = calls * k / 100 + k;
             let mut row = self.claims(&name, "wclaim", calls, &|c, p| lanes(c, p, 100, depth, k, None));
             if floors() {
-                row.floor_usec_per_job = Some(self.claim_floor(k, calls / ROUNDS, depth));
+                row.floor_usec_per_job = Some(self.claim_floor(&name, k, calls / ROUNDS, depth));
             }
             rows.push(row);
         }
@@ -249,7 +274,7 @@ impl Bench {
     /// ZPOPMIN k; per job HINCRBY of `attempts`, HSET of `state`, HGET of the
     /// payload; ZADD of the k leases to `P active`; HINCRBY of `P gactive`),
     /// driven in the ring's own order.
-    fn claim_floor(&mut self, k: usize, calls: usize, depth: usize) -> f64 {
+    fn claim_floor(&mut self, name: &str, k: usize, calls: usize, depth: usize) -> f64 {
         flush(&mut self.c);
         let p = "f{q}:";
         lanes(&mut self.c, p, 100, depth, k, None);
@@ -260,7 +285,19 @@ impl Bench {
             let first = lane * depth + visit * k + 1;
             cmds.extend(floor_turn(p, &format!("l{lane}"), first..first + k));
         }
-        send(&mut self.c, &cmds);
+        let procs = [
+            "lmoveCommand",
+            "zpopminCommand",
+            "hincrbyCommand",
+            "hsetCommand",
+            "hgetCommand",
+            "zaddCommand",
+        ];
+        // Per turn: its commands' instructions over the turns.
+        self.probe
+            .send(&mut self.c, (name, "core floor"), &procs, &cmds, |_| {
+                Some(calls as u64 * k as u64)
+            });
         let names = ["lmove", "zpopmin", "hincrby", "hset", "hget", "zadd"];
         let stats = commandstats(&mut self.c);
         let usec: u64 = names.iter().filter_map(|n| stats.get(*n)).map(|(_, u)| u).sum();

@@ -30,12 +30,18 @@ pub fn send(c: &mut Conn, cmds: &[Cmd]) -> (Vec<Value>, Duration) {
     (replies, start.elapsed())
 }
 
-/// One side of a scenario: the native commands, or the twins.
+/// One side of a scenario: the native commands, the twins, or (`make
+/// profile`) the C floor module's commands doing the same work through the
+/// same module API (`benches/floor/floor.c`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Side {
     Native,
     Lua,
+    Floor,
 }
+
+/// Where the server enters a module's command.
+pub const DISPATCHER: &str = "ValkeyModuleCommandDispatcher";
 
 impl Side {
     /// The server's commandstats names of this side's calls for `verbs`.
@@ -43,7 +49,26 @@ impl Side {
         match self {
             Side::Native => verbs.iter().map(|v| format!("emq.{v}")).collect(),
             Side::Lua => vec!["evalsha".to_string()],
+            Side::Floor => verbs.iter().map(|v| format!("floor.{v}")).collect(),
         }
+    }
+
+    /// The function the server calls for this side's commands.
+    pub fn procs(self) -> &'static [&'static str] {
+        match self {
+            Side::Native | Side::Floor => &[DISPATCHER],
+            Side::Lua => &["evalShaCommand"],
+        }
+    }
+
+    /// How `make profile` names this side's `verb`.
+    pub fn what(self, verb: &str) -> String {
+        let side = match self {
+            Side::Native => "native",
+            Side::Lua => "twin",
+            Side::Floor => "C floor",
+        };
+        format!("{side} {}", verb.to_uppercase())
     }
 
     /// The calls that run `EMQ.<name> p rest…` on this side (a twin's
@@ -56,6 +81,11 @@ impl Side {
         a.extend(rest.iter().map(|s| s.as_bytes()));
         match self {
             Side::Native => vec![native_command(name, &a)],
+            Side::Floor => {
+                let mut cmd = vec![format!("FLOOR.{}", name.to_uppercase()).into_bytes()];
+                cmd.extend(a.iter().map(|s| s.to_vec()));
+                vec![cmd]
+            }
             Side::Lua => match twins.host(c, name, &a) {
                 Host::Calls(calls) => calls,
                 Host::Answer(_) => panic!("{name}: the queue is paused"),
@@ -180,11 +210,13 @@ impl Tally {
 }
 
 /// `EMQ_BENCH_ONLY=<part of a scenario name>` (or `=<the whole name>`) runs
-/// the matching scenarios.
+/// the matching scenarios; several, `|` between them.
 pub fn selected(name: &str) -> bool {
-    std::env::var("EMQ_BENCH_ONLY").map_or(true, |only| match only.strip_prefix('=') {
-        Some(exact) => name == exact,
-        None => name.contains(&only),
+    std::env::var("EMQ_BENCH_ONLY").map_or(true, |only| {
+        only.split('|').any(|one| match one.strip_prefix('=') {
+            Some(exact) => name == exact,
+            None => name.contains(one),
+        })
     })
 }
 
@@ -192,6 +224,22 @@ pub fn selected(name: &str) -> bool {
 /// profiling the native command alone).
 pub fn native_only() -> bool {
     std::env::var("EMQ_BENCH_NATIVE_ONLY").is_ok_and(|v| v == "1")
+}
+
+/// `EMQ_BENCH_C_FLOOR=1`: the server has the C floor module loaded
+/// (`make profile`), and `name` is a scenario it does the work of (a sound
+/// queue with neither ceilings nor rates, count-fair).
+pub fn c_floor(name: &str) -> bool {
+    const FLOORED: [&str; 4] = [
+        "WCLAIM K=1, 100 lanes",
+        "WCLAIM K=8, 100 lanes",
+        "BCLAIM of 32, 1,600 lanes",
+        "batched cycle ENQUEUE×8→WCLAIM K=8→COMPLETE×8, 100 lanes",
+    ];
+    std::env::var("EMQ_BENCH_C_FLOOR").is_ok_and(|v| v == "1")
+        && FLOORED
+            .iter()
+            .any(|f| name == *f || name.strip_prefix(f) == Some(", emq.replicate command"))
 }
 
 /// Whether the floors run: not when only the native blocks do, unless

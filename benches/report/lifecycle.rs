@@ -42,20 +42,24 @@ impl Bench {
     /// leases them, each job is completed with its attempts as the token.
     fn cycle(&mut self, name: &str, batch: usize) -> Row {
         flush(&mut self.c);
-        let (n, l) = ("cn{q}:", "cl{q}:");
+        let (n, l, f) = ("cn{q}:", "cl{q}:", "cf{q}:");
         if batch > 1 {
-            for p in [n, l] {
+            for p in [n, l, f] {
                 let weights: Vec<Cmd> = (0..100)
                     .map(|i| args(&["EMQ.WEIGHT", p, &format!("l{i}"), &batch.to_string()]))
                     .collect();
                 send(&mut self.c, &weights);
             }
         }
-        let (mut native, mut lua) = (Tally::default(), Tally::default());
+        let (mut native, mut lua, mut floor) = (Tally::default(), Tally::default(), Tally::default());
         let mut serial = 0usize;
         for _ in 0..ROUNDS {
-            for (side, tally, p) in [(Side::Native, &mut native, n), (Side::Lua, &mut lua, l)] {
-                if native_only() && side == Side::Lua {
+            for (side, tally, p) in [
+                (Side::Native, &mut native, n),
+                (Side::Lua, &mut lua, l),
+                (Side::Floor, &mut floor, f),
+            ] {
+                if native_only() && side == Side::Lua || side == Side::Floor && !c_floor(name) {
                     continue;
                 }
                 let turns = CYCLE_JOBS / ROUNDS / batch;
@@ -73,13 +77,32 @@ impl Bench {
                     .calls(&mut self.c, &self.twins, "wclaim", p, &["600000"])
                     .remove(0);
                 reset_stats(&mut self.c);
-                let (_, t1) = send(&mut self.c, &enqueues);
-                let (replies, t2) = send(&mut self.c, &vec![claim; turns]);
+                let at = (name, side.what("enqueue"));
+                let per = batch as u64;
+                let (_, t1) = self
+                    .probe
+                    .send(&mut self.c, (at.0, &at.1), side.procs(), &enqueues, |r| {
+                        Some(r.len() as u64 * per)
+                    });
+                let at = side.what("wclaim");
+                let (replies, t2) =
+                    self.probe
+                        .send(&mut self.c, (name, &at), side.procs(), &vec![claim; turns], |r| {
+                            Some(served(r))
+                        });
                 let mut completes = Vec::new();
                 for (id, attempts) in replies.iter().flat_map(jobs) {
                     completes.extend(side.calls(&mut self.c, &self.twins, "complete", p, &[&id, &attempts]));
                 }
-                let (_, t3) = send(&mut self.c, &completes);
+                let at = side.what("complete");
+                let (done, t3) = self
+                    .probe
+                    .send(&mut self.c, (name, &at), side.procs(), &completes, |_| None);
+                assert!(
+                    done.iter().all(|d| d.int() == 1),
+                    "{name}: every job completed ({})",
+                    side.what("")
+                );
                 let stats = commandstats(&mut self.c);
                 tally.add(
                     &stats,
@@ -88,6 +111,12 @@ impl Bench {
                     t1 + t2 + t3,
                 );
             }
+        }
+        if c_floor(name) {
+            assert_eq!(
+                floor.jobs, native.jobs,
+                "{name}: the C floor serves what the native does"
+            );
         }
         Row {
             name: name.into(),
@@ -120,7 +149,14 @@ impl Bench {
                     .calls(&mut self.c, &self.twins, verb, p, &["COUNT", "100"])
                     .remove(0);
                 reset_stats(&mut self.c);
-                let (replies, elapsed) = send(&mut self.c, &vec![call; SWEEP_JOBS / 100]);
+                let what = side.what(verb);
+                let (replies, elapsed) = self.probe.send(
+                    &mut self.c,
+                    (name, &what),
+                    side.procs(),
+                    &vec![call; SWEEP_JOBS / 100],
+                    |r| Some(r.iter().map(|r| r.int() as u64).sum()),
+                );
                 let swept: u64 = replies.iter().map(|r| r.int() as u64).sum();
                 assert_eq!(swept, SWEEP_JOBS as u64, "{name}: every job swept");
                 tally.add(&commandstats(&mut self.c), &side.stats(&[verb]), swept, elapsed);

@@ -19,6 +19,7 @@ mod figures;
 mod flat;
 mod lifecycle;
 mod output;
+mod probe;
 mod throughput;
 mod workers;
 
@@ -31,6 +32,7 @@ pub struct Bench {
     pub server: Server,
     pub c: Conn,
     pub twins: Twins,
+    pub probe: probe::Probe,
 }
 
 fn main() {
@@ -38,7 +40,13 @@ fn main() {
     let server = Server::start();
     let mut c = server.conn();
     let twins = Twins::load(&mut c);
-    let mut bench = Bench { server, c, twins };
+    let probe = probe::Probe::new(&mut c);
+    let mut bench = Bench {
+        server,
+        c,
+        twins,
+        probe,
+    };
     let version = match support::info_field(&mut bench.c, "server", "valkey_version") {
         Some(v) => format!("Valkey {v}"),
         None => format!(
@@ -54,6 +62,9 @@ fn main() {
     let mut rows = Vec::new();
     for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
         set_config(&mut bench.c, "emq.replicate", mode);
+        if std::env::var("EMQ_BENCH_C_FLOOR").is_ok_and(|v| v == "1") {
+            bench.c.ok(&["FLOOR.REPLICATE", mode]);
+        }
         bench.claim_scenarios(&mut rows, suffix);
         bench.lifecycle_scenarios(&mut rows, suffix);
         bench.flat_scenarios(&mut rows, suffix);
@@ -80,6 +91,7 @@ fn main() {
     let memory = bench.figures_memory();
 
     output::print_table(&rows, &waits, &flows, &version, ROUNDS);
+    bench.probe.report();
     if let Some(m) = &memory {
         figures::print(m);
     }

@@ -64,6 +64,7 @@ impl Bench {
                         let n = match side {
                             Side::Native => work_native(&mut w, p),
                             Side::Lua => work_twin(&mut w, twins, p),
+                            Side::Floor => unreachable!("a flow runs native or twins"),
                         };
                         done.fetch_add(n, Ordering::Relaxed);
                     }
@@ -83,6 +84,7 @@ impl Bench {
             side: match side {
                 Side::Native => "native",
                 Side::Lua => "twins",
+                Side::Floor => unreachable!("a flow runs native or twins"),
             },
             workers,
             jobs: JOBS,
@@ -122,6 +124,7 @@ fn produce(c: &mut Conn, twins: &Twins, side: Side, p: &str) {
                         Host::Answer(v) => panic!("ENQUEUE answered without a script: {v:?}"),
                     }
                 }
+                Side::Floor => unreachable!("a flow runs native or twins"),
             }
         }
         for reply in c.pipeline(&cmds).expect("the producer's batch") {

@@ -20,6 +20,21 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A map in RESP3, a flat field/value array in RESP2.
     Map(Vec<(&'static str, Reply)>),
+    /// Jobs a claim leased from `lane`, each `[id, payload, attempts,
+    /// lane]`: an array of them, or (`flat`) the one job's four alone. Sent
+    /// as it stands, with no tree of replies built and dropped per job.
+    Jobs {
+        lane: RStr,
+        jobs: Vec<Job>,
+        flat: bool,
+    },
+}
+
+/// A job as a claim replies it.
+pub struct Job {
+    pub job: RStr,
+    pub payload: Option<RStr>,
+    pub attempts: i64,
 }
 
 impl Reply {
@@ -62,6 +77,21 @@ impl Ctx {
                     api!(RedisModule_ReplyWithArray)(ctx, items.len() as c_long);
                     for item in items {
                         self.send(item);
+                    }
+                }
+                Reply::Jobs { lane, jobs, flat } => {
+                    if !*flat {
+                        api!(RedisModule_ReplyWithArray)(ctx, jobs.len() as c_long);
+                    }
+                    for j in jobs {
+                        api!(RedisModule_ReplyWithArray)(ctx, 4);
+                        api!(RedisModule_ReplyWithString)(ctx, j.job.ptr);
+                        match &j.payload {
+                            Some(p) => api!(RedisModule_ReplyWithString)(ctx, p.ptr),
+                            None => api!(RedisModule_ReplyWithNull)(ctx),
+                        };
+                        api!(RedisModule_ReplyWithLongLong)(ctx, j.attempts);
+                        api!(RedisModule_ReplyWithString)(ctx, lane.ptr);
                     }
                 }
                 Reply::Map(fields) => {

@@ -286,28 +286,15 @@ impl<'q> Claim<'q> {
 }
 
 /// One served job, as the reply shows it.
-pub struct Served {
-    pub job: RStr,
-    pub payload: Option<RStr>,
-    pub attempts: i64,
-}
-
-/// `[id, payload, attempts, lane]`.
-fn job_reply(s: Served, lane: &[u8]) -> Reply {
-    Reply::Array(vec![
-        Reply::Owned(s.job),
-        s.payload.map_or(Reply::Null, Reply::Owned),
-        Reply::Int(s.attempts),
-        Reply::Bytes(lane.to_vec()),
-    ])
-}
+pub use crate::ffi::Job as Served;
 
 /// The reply of a served turn: one job's four fields flat (CLAIM), or an
-/// array of them (WCLAIM, BCLAIM).
+/// array of them (WCLAIM, BCLAIM), each `[id, payload, attempts, lane]`.
 pub fn claim_reply(kind: ClaimKind, lane: RStr, served: Vec<Served>) -> Reply {
-    let mut jobs: Vec<Reply> = served.into_iter().map(|s| job_reply(s, lane.bytes())).collect();
-    match kind {
-        ClaimKind::One if jobs.len() == 1 => jobs.pop().unwrap_or_else(Reply::empty),
-        _ => Reply::Array(jobs),
+    let flat = kind == ClaimKind::One && served.len() == 1;
+    Reply::Jobs {
+        lane,
+        jobs: served,
+        flat,
     }
 }
