@@ -18,20 +18,61 @@ use super::string::RStr;
 /// Slots held inline: a command opens about eight keys, so most commands
 /// allocate nothing to keep their handles.
 const INLINE: usize = 16;
+/// Slots past the inline ones are allocated this many at a time: a claim
+/// of 32 rows or a sweep of 100 leases opens dozens of keys, and a box per
+/// slot was an allocation per key.
+const CHUNK: usize = 32;
+
+type Cells<const N: usize> = [UnsafeCell<MaybeUninit<Slot>>; N];
 
 pub(super) struct KeyCache {
     pub(super) writable: bool,
     // A handle points into its slot, which must not move: the first
-    // `INLINE` slots live here (filled in order, each written once while no
-    // handle to it exists), the rest boxed. Slots are only removed by
-    // `close_all`, under `&mut`.
-    inline: [UnsafeCell<MaybeUninit<Slot>>; INLINE],
+    // `INLINE` slots live here, the rest in boxed chunks (each slot written
+    // once, in order, while no handle to it exists). Slots are only removed
+    // by `close_all`, under `&mut`.
+    inline: Cells<INLINE>,
     len: Cell<usize>,
-    #[allow(clippy::vec_box)]
-    overflow: RefCell<Vec<Box<Slot>>>,
+    overflow: RefCell<Vec<Box<Cells<CHUNK>>>>,
     /// The overflow slots by name: a sweep of 100 leases opens some 200
-    /// keys, and a scan per open made it quadratic.
-    by_name: RefCell<FxHashMap<Box<[u8]>, *const Slot>>,
+    /// keys, and a scan per open made it quadratic. Keyed by the slot's own
+    /// name bytes (no copy of them).
+    by_name: RefCell<FxHashMap<SlotName, *const Slot>>,
+}
+
+/// A slot's name bytes, hashed and compared as a byte string; valid while
+/// its slot is (the map is emptied before the slots are closed).
+#[derive(Clone, Copy)]
+struct SlotName {
+    bytes: *const u8,
+    len: usize,
+}
+
+impl SlotName {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the bytes of a live slot's name (see the type).
+        unsafe { std::slice::from_raw_parts(self.bytes, self.len) }
+    }
+}
+
+impl PartialEq for SlotName {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for SlotName {}
+
+impl std::hash::Hash for SlotName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for SlotName {
+    fn borrow(&self) -> &[u8] {
+        self.bytes()
+    }
 }
 
 pub(super) struct Slot {
@@ -82,28 +123,48 @@ impl KeyCache {
         self.len.set(at + 1);
         if at < INLINE {
             // SAFETY: slot `at` is uninitialised and nothing points to it.
-            unsafe { (*self.inline[at].get()).write(slot) }
-        } else {
-            let boxed = Box::new(slot);
-            let ptr = &*boxed as *const Slot;
-            self.by_name.borrow_mut().insert(boxed.name.bytes().into(), ptr);
-            self.overflow.borrow_mut().push(boxed);
-            ptr
+            return unsafe { (*self.inline[at].get()).write(slot) };
         }
+        let (chunk, i) = ((at - INLINE) / CHUNK, (at - INLINE) % CHUNK);
+        let mut overflow = self.overflow.borrow_mut();
+        if chunk == overflow.len() {
+            overflow.push(Box::new(
+                [const { UnsafeCell::new(MaybeUninit::uninit()) }; CHUNK],
+            ));
+        }
+        let name = SlotName {
+            bytes: slot.bytes,
+            len: slot.len,
+        };
+        // SAFETY: slot `at` is uninitialised and nothing points to it; its
+        // chunk is boxed, so it never moves while the cache holds it.
+        let ptr: *const Slot = unsafe { (*overflow[chunk][i].get()).write(slot) };
+        let mut by_name = self.by_name.borrow_mut();
+        if by_name.is_empty() {
+            by_name.reserve(CHUNK);
+        }
+        by_name.insert(name, ptr);
+        ptr
     }
 
     /// Closes every handle, signalling the written keys modified.
     pub(super) fn close_all(&mut self, ctx: *mut raw::RedisModuleCtx) {
-        let inline = self.len.get().min(INLINE);
-        self.len.set(0);
+        let len = self.len.replace(0);
+        let inline = len.min(INLINE);
         for cell in self.inline[..inline].iter_mut().rev() {
             // SAFETY: initialised, and read out once (len is now 0).
             let slot = unsafe { cell.get_mut().assume_init_read() };
             slot.close(ctx);
         }
         self.by_name.get_mut().clear();
-        for slot in self.overflow.get_mut().drain(..).rev() {
-            slot.close(ctx);
+        let mut left = len - inline;
+        for chunk in std::mem::take(self.overflow.get_mut()).iter_mut() {
+            for cell in chunk[..left.min(CHUNK)].iter_mut() {
+                // SAFETY: one of the `len - INLINE` overflow slots written, read out once.
+                let slot = unsafe { cell.get_mut().assume_init_read() };
+                slot.close(ctx);
+            }
+            left = left.saturating_sub(CHUNK);
         }
     }
 }

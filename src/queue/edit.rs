@@ -38,10 +38,14 @@ impl<'q> Queue<'q> {
         if members.is_empty() {
             return;
         }
+        let send = self.call.repl.sends();
         let mut effect: Effect = smallvec::smallvec![key.name()];
         for &m in members {
             key.zset_add(score.value as f64, m, false);
-            effect.extend([score.text, m]);
+            if send {
+                effect.push(score.text);
+                effect.push(m);
+            }
         }
         key.notify(Class::Zset, c"zadd");
         self.call.repl.effect(c"ZADD", &effect);
@@ -66,14 +70,17 @@ impl<'q> Queue<'q> {
         if pairs.is_empty() {
             return;
         }
-        let mut effect: Effect = smallvec::smallvec![key.name()];
         for chunk in pairs.chunks(4) {
             key.hash_set_many(chunk);
         }
-        for &(f, v) in pairs {
-            effect.extend([f, v]);
-        }
         key.notify(Class::Hash, event);
+        let mut effect: Effect = smallvec::smallvec![key.name()];
+        if self.call.repl.sends() {
+            for &(f, v) in pairs {
+                effect.push(f);
+                effect.push(v);
+            }
+        }
         self.call.repl.effect(c"HSET", &effect);
     }
 

@@ -38,9 +38,15 @@ impl<'c> Replicator<'c> {
     /// itself). Several in one command reach replicas in one MULTI/EXEC.
     pub fn effect(&self, cmd: &CStr, args: &[Arg]) {
         self.wrote.set(true);
-        if (!self.verbatim || self.force.get()) && !self.mute.get() {
+        if self.sends() {
             self.ctx.replicate(cmd, args);
         }
+    }
+
+    /// Whether an effect made now is sent: a writer that builds its effect
+    /// need not when not.
+    pub fn sends(&self) -> bool {
+        (!self.verbatim || self.force.get()) && !self.mute.get()
     }
 
     /// Runs `f` with its effects sent whatever the mode: a command that

@@ -128,8 +128,15 @@ impl<'q> Claim<'q> {
             )
         });
         {
-            let mut taken: SmallVec<[Arg; 8]> = s.leased.iter().map(|l| l.job.as_arg()).collect();
-            taken.extend(s.strays.iter().map(|st| st.job.as_arg()));
+            let mut taken: SmallVec<[Arg; 8]> = SmallVec::new();
+            for job in s
+                .leased
+                .iter()
+                .map(|l| &l.job)
+                .chain(s.strays.iter().map(|st| &st.job))
+            {
+                taken.push(job.as_arg());
+            }
             q.zrem(s.pending, &taken, c"zpopmin");
         }
         let mut tokens: SmallVec<[RStr; 4]> = SmallVec::new();
@@ -153,7 +160,10 @@ impl<'q> Claim<'q> {
         }
         if !s.leased.is_empty() {
             let text = q.ctx.string_from_i64(deadline);
-            let ids: SmallVec<[Arg; 8]> = s.leased.iter().map(|l| l.job.as_arg()).collect();
+            let mut ids: SmallVec<[Arg; 8]> = SmallVec::new();
+            for l in &s.leased {
+                ids.push(l.job.as_arg());
+            }
             q.zadd(
                 self.leases,
                 Score {

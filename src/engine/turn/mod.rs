@@ -83,45 +83,49 @@ impl<'q> Claim<'q> {
                 costs: q.optional(Fixed::Cost, Kind::Hash)?,
             }),
         };
-        let claim = Claim {
-            q,
-            kind,
-            ring: q.ring()?,
-            leases: q.leases()?,
-            active: q.active()?,
-            limits: Cell::new(q.optional(Fixed::Limit, Kind::Hash)?),
-            // A time turn tops a lane up by its weight, whatever the claim.
-            weights: match (kind, time) {
-                (ClaimKind::Weighted, _) | (_, Some(_)) => q.optional(Fixed::Weight, Kind::Hash)?,
-                _ => None,
-            },
-            paused: None,
-            rates: q.optional(Fixed::Rate, Kind::Hash)?,
-            tats: None,
-            next: q.optional(Fixed::Next, Kind::Zset)?,
-            held: Cell::new(None),
-            time,
-            passes: Cell::new(0),
-            passed: RefCell::new(Vec::new()),
+        // Each key in the order its checks decide which error a damaged
+        // queue gets; the claim is built once (no copies of it).
+        let ring = q.ring()?;
+        let leases = q.leases()?;
+        let active = q.active()?;
+        let limits = q.optional(Fixed::Limit, Kind::Hash)?;
+        // A time turn tops a lane up by its weight, whatever the claim.
+        let weights = match (kind, time) {
+            (ClaimKind::Weighted, _) | (_, Some(_)) => q.optional(Fixed::Weight, Kind::Hash)?,
+            _ => None,
         };
-        let claim = match claim.rates {
-            Some(_) => Claim {
-                tats: q.optional(Fixed::Tat, Kind::Hash)?,
-                ..claim
-            },
-            None => claim,
+        let rates = q.optional(Fixed::Rate, Kind::Hash)?;
+        let next = q.optional(Fixed::Next, Kind::Zset)?;
+        let tats = match rates {
+            Some(_) => q.optional(Fixed::Tat, Kind::Hash)?,
+            None => None,
         };
         // `P paused` is checked (its permission, its type) now, not at the
         // first lane it is asked about; most queues have none.
         let paused = q.paused_key()?;
-        if q.ctx.key_exists(paused.as_arg()) {
+        let paused = if q.ctx.key_exists(paused.as_arg()) {
             q.ctx.set_call(c"SISMEMBER", paused.as_arg(), word(Word::Zero))?;
-            return Ok(Claim {
-                paused: Some(paused),
-                ..claim
-            });
-        }
-        Ok(claim)
+            Some(paused)
+        } else {
+            None
+        };
+        Ok(Claim {
+            q,
+            kind,
+            ring,
+            leases,
+            active,
+            limits: Cell::new(limits),
+            weights,
+            paused,
+            rates,
+            tats,
+            next,
+            held: Cell::new(None),
+            time,
+            passes: Cell::new(0),
+            passed: RefCell::new(Vec::new()),
+        })
     }
 
     /// One turn of a non-blocking claim: the reply when it served. Expired
