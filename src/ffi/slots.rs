@@ -33,6 +33,8 @@ pub(super) struct KeyCache {
     // by `close_all`, under `&mut`.
     inline: Cells<INLINE>,
     len: Cell<usize>,
+    // Boxed: a chunk must not move when the vector grows.
+    #[allow(clippy::vec_box)]
     overflow: RefCell<Vec<Box<Cells<CHUNK>>>>,
     /// The overflow slots by name: a sweep of 100 leases opens some 200
     /// keys, and a scan per open made it quadratic. Keyed by the slot's own
