@@ -287,7 +287,9 @@ fn sixteen_claimers_show_the_rotations_share_per_unit_of_weight() {
         })
         .collect();
     let started = Instant::now();
-    while num(&c.ok(&["EMQ.STATS", P]), "jobs") < 2_400 && started.elapsed() < Duration::from_secs(60) {
+    // 101 rotations' worth (24 jobs each): every lane, within one turn of
+    // the others, has had at least 100 turns whatever the claims in flight.
+    while num(&c.ok(&["EMQ.STATS", P]), "jobs") < 2_424 && started.elapsed() < Duration::from_secs(60) {
         thread::sleep(Duration::from_millis(20));
     }
     stop.store(true, Ordering::Relaxed);
@@ -307,7 +309,7 @@ fn sixteen_claimers_show_the_rotations_share_per_unit_of_weight() {
     let (lo, hi) = per_weight
         .iter()
         .fold((f64::MAX, 0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-    assert!(lo > 100.0, "enough turns: {per_weight:?}");
+    assert!(lo >= 100.0, "enough turns: {per_weight:?}");
     assert!(
         hi - lo <= 1.0,
         "jobs per unit of weight differ by more than one turn: {per_weight:?}"

@@ -28,7 +28,7 @@ static PrefixCheck prefix_check;
 static int as_command;
 /* Field names and values made once, as the module's words. */
 static RedisModuleString *w_state, *w_group, *w_attempts, *w_payload, *w_active, *w_pending, *w_count, *w_zero,
-    *w_one, *w_63, *w_left, *w_right;
+    *w_one, *w_63, *w_left, *w_right, *w_charged;
 
 /* Key names kept between calls, as the module keeps them (a claim opens
  * the same keys every time): `prefix a [b [c]]`, borrowed from the table. */
@@ -65,9 +65,9 @@ static RedisModuleString *name(const char *p, size_t plen, const char *a, size_t
 
 /* A queue's own key names, kept per prefix (the module keeps one set per
  * prefix the same way). */
-enum { RING, ACTIVE, GACTIVE, GLIMIT, GWEIGHT, GRATE, GNEXT, PAUSED, WAKE, DONE, FIXED };
-static const char *fixed[FIXED] = {"ring",  "active", "gactive", "glimit", "gweight",
-                                   "grate", "gnext",  "paused",  "wake",   "metrics:completed"};
+enum { RING, ACTIVE, GACTIVE, GLIMIT, GWEIGHT, GRATE, GNEXT, PAUSED, WAKE, DONE, META, FIXED };
+static const char *fixed[FIXED] = {"ring",  "active", "gactive", "glimit", "gweight",           "grate",
+                                   "gnext", "paused", "wake",    "metrics:completed", "meta"};
 static struct {
     char p[256];
     size_t plen;
@@ -79,10 +79,8 @@ static RedisModuleString **queue(const char *p, size_t plen) {
     for (size_t i = 0; i < queues_made && i < 16; i++)
         if (queues[i].plen == plen && !memcmp(queues[i].p, p, plen)) return queues[i].n;
     size_t at = queues_made++ % 16;
-    for (int f = 0; f < FIXED; f++) {
-        if (queues[at].n[f]) RedisModule_FreeString(NULL, queues[at].n[f]);
-        queues[at].n[f] = name(p, plen, fixed[f], strlen(fixed[f]), NULL, 0, NULL, 0);
-    }
+    /* The names stay in (and belong to) the name table. */
+    for (int f = 0; f < FIXED; f++) queues[at].n[f] = name(p, plen, fixed[f], strlen(fixed[f]), NULL, 0, NULL, 0);
     memcpy(queues[at].p, p, plen), queues[at].plen = plen;
     return queues[at].n;
 }
@@ -97,7 +95,8 @@ static RedisModuleString *row_name(RedisModuleCtx *ctx, const char *p, size_t pl
 /* `cmd args…` replicated with one `s` per argument up to 18 (the server
  * sizes its argv from the format), a `v` vector past that. */
 static void replicate(RedisModuleCtx *ctx, const char *cmd, RedisModuleString **a, int n) {
-    const char *fmt = "ssssssssssssssssss" + (18 - n);
+    static const char esses[] = "ssssssssssssssssss";
+    const char *fmt = n <= 18 ? esses + (18 - n) : "v";
 #define R(...) RedisModule_Replicate(ctx, cmd, fmt, __VA_ARGS__)
     switch (n) {
     case 1: R(a[0]); break;
@@ -105,6 +104,8 @@ static void replicate(RedisModuleCtx *ctx, const char *cmd, RedisModuleString **
     case 3: R(a[0], a[1], a[2]); break;
     case 4: R(a[0], a[1], a[2], a[3]); break;
     case 5: R(a[0], a[1], a[2], a[3], a[4]); break;
+    case 6: R(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+    case 7: R(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
     case 9: R(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
     case 17:
         R(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15],
@@ -156,6 +157,14 @@ static int refuse(RedisModuleCtx *ctx, const char *why) {
     return RedisModule_ReplyWithError(ctx, why);
 }
 
+/* `event` on the key, and `del` when the write emptied it (as the module,
+ * and core commands, fire them). */
+static void notify(RedisModuleCtx *ctx, RedisModuleKey *k, int class, const char *event, RedisModuleString *n) {
+    RedisModule_NotifyKeyspaceEvent(ctx, class, event, n);
+    if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_EMPTY)
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "del", n);
+}
+
 /* A turn: the ring's head lane rotates, K heads are leased. */
 static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int batch) {
     if (argc != 3) return RedisModule_WrongArity(ctx);
@@ -175,9 +184,12 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     RedisModuleKey *counts = open_typed(ctx, count_n, REDISMODULE_KEYTYPE_HASH);
     if (!ring || !active || !counts) return refuse(ctx, "WRONGTYPE");
     /* The queue-wide keys whose existence decides a turn. */
+    /* The queue's settings (paused, fairness) in P meta, then the keys
+     * whose existence decides a turn (a weight only for WCLAIM). */
+    if (RedisModule_KeyExists(ctx, q[META])) return refuse(ctx, "ERR the floor serves count-fair queues");
     int optional[] = {GLIMIT, GWEIGHT, GRATE, GNEXT, PAUSED};
     int exists[5];
-    for (int i = 0; i < 5; i++) exists[i] = RedisModule_KeyExists(ctx, q[optional[i]]);
+    for (int i = 0; i < 5; i++) exists[i] = (i != 1 || !batch) && RedisModule_KeyExists(ctx, q[optional[i]]);
     RedisModuleString *weight_n = exists[1] ? q[GWEIGHT] : NULL;
     if (exists[0] || exists[2] || exists[3] || exists[4]) return refuse(ctx, "ERR the floor serves no limit, rate or pause");
     /* Expired leases first: the earliest lease is not due. */
@@ -242,51 +254,56 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     }
     int leaves = n == depth;
     long long deadline = now + lease;
-    /* The writes, each with its notification and effect. */
-    RedisModuleString *moved = leaves ? RedisModule_ListPop(ring, REDISMODULE_LIST_HEAD) : NULL;
-    if (!leaves) {
-        moved = RedisModule_ListPop(ring, REDISMODULE_LIST_HEAD);
-        RedisModule_ListPush(ring, REDISMODULE_LIST_TAIL, moved);
-    }
+    /* The writes in the module's order, each with its notifications (and
+     * `del` when it emptied the key), its effect and its key signalled. */
+    RedisModuleString *moved = RedisModule_ListPop(ring, REDISMODULE_LIST_HEAD);
+    if (!leaves) RedisModule_ListPush(ring, REDISMODULE_LIST_TAIL, moved);
     RedisModule_FreeString(ctx, moved);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_LIST, leaves ? "lpop" : "lmove", ring_n);
+    notify(ctx, ring, REDISMODULE_NOTIFY_LIST, "lpop", ring_n);
+    if (!leaves) notify(ctx, ring, REDISMODULE_NOTIFY_LIST, "rpush", ring_n);
     RedisModule_SignalModifiedKey(ctx, ring_n);
+    if (!as_command) {
+        if (leaves)
+            replicate(ctx, "LPOP", &ring_n, 1);
+        else
+            replicate(ctx, "LMOVE", (RedisModuleString *[]){ring_n, ring_n, w_left, w_right}, 4);
+    }
+    RedisModuleString *a[1 + 2 * MAX_K];
     for (int i = 0; i < n; i++) RedisModule_ZsetRem(pending, ids[i], NULL);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zpopmin", pending_n2);
+    notify(ctx, pending, REDISMODULE_NOTIFY_ZSET, "zpopmin", pending_n2);
     RedisModule_SignalModifiedKey(ctx, pending_n2);
-    RedisModuleString *deadline_s = RedisModule_CreateStringFromLongLong(ctx, deadline);
+    if (!as_command) {
+        a[0] = pending_n2;
+        for (int i = 0; i < n; i++) a[1 + i] = ids[i];
+        replicate(ctx, "ZREM", a, 1 + n);
+    }
     RedisModuleString *tokens[MAX_K];
     for (int i = 0; i < n; i++) {
         RedisModuleString *row_n = row_names[i];
         tokens[i] = RedisModule_CreateStringFromLongLong(ctx, attempts[i] + 1);
         RedisModule_HashSet(rows[i], REDISMODULE_HASH_NONE, w_attempts, tokens[i], w_state, w_active, NULL);
-        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", row_n);
+        notify(ctx, rows[i], REDISMODULE_NOTIFY_HASH, "hincrby", row_n);
         RedisModule_SignalModifiedKey(ctx, row_n);
         if (!as_command) replicate(ctx, "HSET", (RedisModuleString *[]){row_n, w_attempts, tokens[i], w_state, w_active}, 5);
-        RedisModule_ZsetAdd(active, (double)deadline, ids[i], NULL);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", row_n);
     }
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zadd", active_n);
+    RedisModuleString *deadline_s = RedisModule_CreateStringFromLongLong(ctx, deadline);
+    for (int i = 0; i < n; i++) RedisModule_ZsetAdd(active, (double)deadline, ids[i], NULL);
+    notify(ctx, active, REDISMODULE_NOTIFY_ZSET, "zadd", active_n);
     RedisModule_SignalModifiedKey(ctx, active_n);
-    RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, count + n);
-    RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, lane, count_s, NULL);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", count_n);
-    RedisModule_SignalModifiedKey(ctx, count_n);
-    if (as_command) {
-        RedisModule_Replicate(ctx, "EMQ.TURN", "sslll", argv[1], lane, deadline, (long long)n, (long long)leaves);
-    } else {
-        if (leaves)
-            replicate(ctx, "LPOP", &ring_n, 1);
-        else
-            replicate(ctx, "LMOVE", (RedisModuleString *[]){ring_n, ring_n, w_left, w_right}, 4);
-        RedisModuleString *a[1 + 2 * MAX_K];
-        a[0] = pending_n2;
-        for (int i = 0; i < n; i++) a[1 + i] = ids[i];
-        replicate(ctx, "ZREM", a, 1 + n);
+    if (!as_command) {
         a[0] = active_n;
         for (int i = 0; i < n; i++) a[1 + 2 * i] = deadline_s, a[2 + 2 * i] = ids[i];
         replicate(ctx, "ZADD", a, 1 + 2 * n);
-        replicate(ctx, "HSET", (RedisModuleString *[]){count_n, lane, count_s}, 3);
     }
+    RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, count + n);
+    RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, lane, count_s, NULL);
+    notify(ctx, counts, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
+    RedisModule_SignalModifiedKey(ctx, count_n);
+    if (as_command)
+        RedisModule_Replicate(ctx, "EMQ.TURN", "sslll", argv[1], lane, deadline, (long long)n, (long long)leaves);
+    else
+        replicate(ctx, "HSET", (RedisModuleString *[]){count_n, lane, count_s}, 3);
     /* The reply: [[id, payload, attempts, lane], ...]. */
     RedisModule_ReplyWithArray(ctx, n);
     for (int i = 0; i < n; i++) {
@@ -335,9 +352,14 @@ static int enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleString *ring_n = q[RING];
     RedisModuleString *wake_n = q[WAKE];
     RedisModuleString *set_n = name(p, plen, "g:", 2, l, llen, ":pending", 8);
+    /* The keys a ring join writes, opened before the first write (as the
+     * module's), the lane's set and its count. */
     RedisModuleKey *ring = open_typed(ctx, ring_n, REDISMODULE_KEYTYPE_LIST);
+    RedisModuleKey *wake = open_typed(ctx, wake_n, REDISMODULE_KEYTYPE_LIST);
     RedisModuleKey *set = open_typed(ctx, set_n, REDISMODULE_KEYTYPE_ZSET);
-    if (!ring || !set) return refuse(ctx, "WRONGTYPE");
+    RedisModuleKey *counts = open_typed(ctx, q[GACTIVE], REDISMODULE_KEYTYPE_HASH);
+    if (!ring || !wake || !set || !counts) return refuse(ctx, "WRONGTYPE");
+    if (hash_int(counts, argv[2]) < 0) return refuse(ctx, "ERR the floor serves sound lanes");
     int optional[] = {GLIMIT, GNEXT, PAUSED};
     for (int i = 0; i < 3; i++)
         if (RedisModule_KeyExists(ctx, q[optional[i]])) return refuse(ctx, "ERR the floor serves no limit or pause");
@@ -358,7 +380,7 @@ static int enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         RedisModuleString *id = argv[3 + 2 * i], *payload = argv[4 + 2 * i];
         RedisModule_HashSet(rows[i], REDISMODULE_HASH_NONE, w_state, w_pending, w_attempts, w_zero, w_payload, payload,
                             w_group, argv[2], NULL);
-        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", row_names[i]);
+        notify(ctx, rows[i], REDISMODULE_NOTIFY_HASH, "hset", row_names[i]);
         RedisModule_SignalModifiedKey(ctx, row_names[i]);
         if (!as_command)
             replicate(ctx, "HSET",
@@ -370,29 +392,26 @@ static int enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         RedisModule_CloseKey(rows[i]);
         RedisModule_FreeString(ctx, row_names[i]);
     }
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zadd", set_n);
+    notify(ctx, set, REDISMODULE_NOTIFY_ZSET, "zadd", set_n);
     RedisModule_SignalModifiedKey(ctx, set_n);
     if (!as_command) replicate(ctx, "ZADD", scored, 1 + 2 * pairs);
     if (rings) {
         RedisModule_ListPush(ring, REDISMODULE_LIST_TAIL, argv[2]);
-        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_LIST, "rpush", ring_n);
+        notify(ctx, ring, REDISMODULE_NOTIFY_LIST, "rpush", ring_n);
         RedisModule_SignalModifiedKey(ctx, ring_n);
-        RedisModuleKey *wake = open_typed(ctx, wake_n, REDISMODULE_KEYTYPE_LIST);
-        if (!wake) return refuse(ctx, "WRONGTYPE");
+        if (!as_command) replicate(ctx, "RPUSH", (RedisModuleString *[]){ring_n, argv[2]}, 2);
+        RedisModule_SignalKeyAsReady(ctx, ring_n);
         RedisModule_ListPush(wake, REDISMODULE_LIST_HEAD, w_one);
+        notify(ctx, wake, REDISMODULE_NOTIFY_LIST, "lpush", wake_n);
+        if (!as_command) replicate(ctx, "LPUSH", (RedisModuleString *[]){wake_n, w_one}, 2);
         if (RedisModule_ValueLength(wake) > 64) RedisModule_ListDelete(wake, -1);
-        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_LIST, "lpush", wake_n);
+        notify(ctx, wake, REDISMODULE_NOTIFY_LIST, "ltrim", wake_n);
         RedisModule_SignalModifiedKey(ctx, wake_n);
-        RedisModule_CloseKey(wake);
-        if (!as_command) {
-            replicate(ctx, "RPUSH", (RedisModuleString *[]){ring_n, argv[2]}, 2);
-            replicate(ctx, "LPUSH", (RedisModuleString *[]){wake_n, w_one}, 2);
-            replicate(ctx, "LTRIM", (RedisModuleString *[]){wake_n, w_zero, w_63}, 3);
-        }
+        if (!as_command) replicate(ctx, "LTRIM", (RedisModuleString *[]){wake_n, w_zero, w_63}, 3);
     }
     if (as_command) RedisModule_ReplicateVerbatim(ctx);
-    RedisModule_CloseKey(ring);
-    RedisModule_CloseKey(set);
+    RedisModuleKey *keys[] = {ring, wake, set, counts};
+    for (int i = 0; i < 4; i++) RedisModule_CloseKey(keys[i]);
     return RedisModule_ReplyWithLongLong(ctx, pairs);
 }
 
@@ -416,8 +435,9 @@ static int complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleKey *counts = open_typed(ctx, count_n, REDISMODULE_KEYTYPE_HASH);
     RedisModuleKey *done = open_typed(ctx, done_n, REDISMODULE_KEYTYPE_HASH);
     if (!row || !active || !counts || !done) return refuse(ctx, "WRONGTYPE");
-    RedisModuleString *group = NULL, *tries = NULL;
-    RedisModule_HashGet(row, REDISMODULE_HASH_NONE, w_group, &group, w_attempts, &tries, NULL);
+    RedisModuleString *group = NULL, *tries = NULL, *charged = NULL;
+    RedisModule_HashGet(row, REDISMODULE_HASH_NONE, w_group, &group, w_attempts, &tries, w_charged, &charged, NULL);
+    if (charged) RedisModule_FreeString(ctx, charged);
     long long attempts = -1;
     if (tries) RedisModule_StringToLongLong(tries, &attempts), RedisModule_FreeString(ctx, tries);
     double score;
@@ -429,28 +449,37 @@ static int complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleString *limit_n = q[GLIMIT];
     int limited = RedisModule_KeyExists(ctx, limit_n);
     if (limited) return refuse(ctx, "ERR the floor serves no limit");
+    /* In the module's order: the lease, the lane's count (its field gone
+     * at 0, as HINCRBY then HDEL leave it), the row, the completed count. */
     RedisModule_ZsetRem(active, argv[2], NULL);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zrem", active_n);
+    notify(ctx, active, REDISMODULE_NOTIFY_ZSET, "zrem", active_n);
     RedisModule_SignalModifiedKey(ctx, active_n);
-    RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, hash_int(counts, group) - 1);
-    RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, group, count_s, NULL);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", count_n);
+    if (!as_command) replicate(ctx, "ZREM", (RedisModuleString *[]){active_n, argv[2]}, 2);
+    long long left = hash_int(counts, group) - 1;
+    RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, left);
+    if (left > 0) {
+        RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, group, count_s, NULL);
+        notify(ctx, counts, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
+        if (!as_command) replicate(ctx, "HSET", (RedisModuleString *[]){count_n, group, count_s}, 3);
+    } else {
+        RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, group, REDISMODULE_HASH_DELETE, NULL);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
+        notify(ctx, counts, REDISMODULE_NOTIFY_HASH, "hdel", count_n);
+        if (!as_command) replicate(ctx, "HDEL", (RedisModuleString *[]){count_n, group}, 2);
+    }
     RedisModule_SignalModifiedKey(ctx, count_n);
     RedisModule_DeleteKey(row);
     RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "del", row_n);
     RedisModule_SignalModifiedKey(ctx, row_n);
+    if (!as_command) replicate(ctx, "DEL", &row_n, 1);
     RedisModuleString *done_s = RedisModule_CreateStringFromLongLong(ctx, hash_int(done, w_count) + 1);
     RedisModule_HashSet(done, REDISMODULE_HASH_NONE, w_count, done_s, NULL);
-    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", done_n);
+    notify(ctx, done, REDISMODULE_NOTIFY_HASH, "hincrby", done_n);
     RedisModule_SignalModifiedKey(ctx, done_n);
-    if (as_command) {
+    if (as_command)
         RedisModule_ReplicateVerbatim(ctx);
-    } else {
-        replicate(ctx, "ZREM", (RedisModuleString *[]){active_n, argv[2]}, 2);
-        replicate(ctx, "HSET", (RedisModuleString *[]){count_n, group, count_s}, 3);
-        replicate(ctx, "DEL", &row_n, 1);
+    else
         replicate(ctx, "HSET", (RedisModuleString *[]){done_n, w_count, done_s}, 3);
-    }
     RedisModuleKey *keys[] = {row, active, counts, done};
     for (int i = 0; i < 4; i++) RedisModule_CloseKey(keys[i]);
     RedisModuleString *made[] = {row_n, group, count_s, done_s};
@@ -476,7 +505,10 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         return REDISMODULE_ERR;
     w_state = word("state"), w_group = word("group"), w_attempts = word("attempts"), w_payload = word("payload");
     w_active = word("active"), w_pending = word("pending"), w_count = word("count"), w_zero = word("0");
-    w_one = word("1"), w_63 = word("63"), w_left = word("LEFT"), w_right = word("RIGHT");
+    w_one = word("1"), w_63 = word("63"), w_left = word("LEFT"), w_right = word("RIGHT"), w_charged = word("charged");
+    /* As the module: a key is signalled modified by its writer, not again
+     * when its handle closes. */
+    RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
     struct {
         const char *name;
         RedisModuleCmdFunc f;
