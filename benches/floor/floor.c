@@ -158,7 +158,8 @@ static int refuse(RedisModuleCtx *ctx, const char *why) {
 }
 
 /* `event` on the key, and `del` when the write emptied it (as the module,
- * and core commands, fire them). */
+ * and core commands, fire them); a write that only adds fires its event
+ * alone. */
 static void notify(RedisModuleCtx *ctx, RedisModuleKey *k, int class, const char *event, RedisModuleString *n) {
     RedisModule_NotifyKeyspaceEvent(ctx, class, event, n);
     if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_EMPTY)
@@ -282,14 +283,14 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
         RedisModuleString *row_n = row_names[i];
         tokens[i] = RedisModule_CreateStringFromLongLong(ctx, attempts[i] + 1);
         RedisModule_HashSet(rows[i], REDISMODULE_HASH_NONE, w_attempts, tokens[i], w_state, w_active, NULL);
-        notify(ctx, rows[i], REDISMODULE_NOTIFY_HASH, "hincrby", row_n);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", row_n);
         RedisModule_SignalModifiedKey(ctx, row_n);
         if (!as_command) replicate(ctx, "HSET", (RedisModuleString *[]){row_n, w_attempts, tokens[i], w_state, w_active}, 5);
         RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", row_n);
     }
     RedisModuleString *deadline_s = RedisModule_CreateStringFromLongLong(ctx, deadline);
     for (int i = 0; i < n; i++) RedisModule_ZsetAdd(active, (double)deadline, ids[i], NULL);
-    notify(ctx, active, REDISMODULE_NOTIFY_ZSET, "zadd", active_n);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zadd", active_n);
     RedisModule_SignalModifiedKey(ctx, active_n);
     if (!as_command) {
         a[0] = active_n;
@@ -298,7 +299,7 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     }
     RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, count + n);
     RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, lane, count_s, NULL);
-    notify(ctx, counts, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
     RedisModule_SignalModifiedKey(ctx, count_n);
     if (as_command)
         RedisModule_Replicate(ctx, "EMQ.TURN", "sslll", argv[1], lane, deadline, (long long)n, (long long)leaves);
@@ -380,7 +381,7 @@ static int enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         RedisModuleString *id = argv[3 + 2 * i], *payload = argv[4 + 2 * i];
         RedisModule_HashSet(rows[i], REDISMODULE_HASH_NONE, w_state, w_pending, w_attempts, w_zero, w_payload, payload,
                             w_group, argv[2], NULL);
-        notify(ctx, rows[i], REDISMODULE_NOTIFY_HASH, "hset", row_names[i]);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", row_names[i]);
         RedisModule_SignalModifiedKey(ctx, row_names[i]);
         if (!as_command)
             replicate(ctx, "HSET",
@@ -392,17 +393,17 @@ static int enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         RedisModule_CloseKey(rows[i]);
         RedisModule_FreeString(ctx, row_names[i]);
     }
-    notify(ctx, set, REDISMODULE_NOTIFY_ZSET, "zadd", set_n);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zadd", set_n);
     RedisModule_SignalModifiedKey(ctx, set_n);
     if (!as_command) replicate(ctx, "ZADD", scored, 1 + 2 * pairs);
     if (rings) {
         RedisModule_ListPush(ring, REDISMODULE_LIST_TAIL, argv[2]);
-        notify(ctx, ring, REDISMODULE_NOTIFY_LIST, "rpush", ring_n);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_LIST, "rpush", ring_n);
         RedisModule_SignalModifiedKey(ctx, ring_n);
         if (!as_command) replicate(ctx, "RPUSH", (RedisModuleString *[]){ring_n, argv[2]}, 2);
         RedisModule_SignalKeyAsReady(ctx, ring_n);
         RedisModule_ListPush(wake, REDISMODULE_LIST_HEAD, w_one);
-        notify(ctx, wake, REDISMODULE_NOTIFY_LIST, "lpush", wake_n);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_LIST, "lpush", wake_n);
         if (!as_command) replicate(ctx, "LPUSH", (RedisModuleString *[]){wake_n, w_one}, 2);
         if (RedisModule_ValueLength(wake) > 64) RedisModule_ListDelete(wake, -1);
         notify(ctx, wake, REDISMODULE_NOTIFY_LIST, "ltrim", wake_n);
@@ -459,7 +460,7 @@ static int complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleString *count_s = RedisModule_CreateStringFromLongLong(ctx, left);
     if (left > 0) {
         RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, group, count_s, NULL);
-        notify(ctx, counts, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", count_n);
         if (!as_command) replicate(ctx, "HSET", (RedisModuleString *[]){count_n, group, count_s}, 3);
     } else {
         RedisModule_HashSet(counts, REDISMODULE_HASH_NONE, group, REDISMODULE_HASH_DELETE, NULL);
@@ -474,7 +475,7 @@ static int complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (!as_command) replicate(ctx, "DEL", &row_n, 1);
     RedisModuleString *done_s = RedisModule_CreateStringFromLongLong(ctx, hash_int(done, w_count) + 1);
     RedisModule_HashSet(done, REDISMODULE_HASH_NONE, w_count, done_s, NULL);
-    notify(ctx, done, REDISMODULE_NOTIFY_HASH, "hincrby", done_n);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hincrby", done_n);
     RedisModule_SignalModifiedKey(ctx, done_n);
     if (as_command)
         RedisModule_ReplicateVerbatim(ctx);

@@ -82,7 +82,7 @@ impl Ctx {
         with_joined(parts, |name| {
             let slot = match self.keys.find(name) {
                 Some(slot) => slot,
-                None => self.open_slot(self.string(name))?,
+                None => self.open_slot(self.string(name), None)?,
             };
             Ok(self.key_at(slot))
         })
@@ -92,7 +92,8 @@ impl Ctx {
     pub fn key_by(&self, name: KeyName) -> Result<Key<'_>, Error> {
         let slot = match self.keys.find(name.bytes()) {
             Some(slot) => slot,
-            None => self.open_slot(name.retained())?,
+            // The set's bytes are the string's own: no second fetch of them.
+            None => self.open_slot(name.retained(), Some(name.bytes()))?,
         };
         Ok(self.key_at(slot))
     }
@@ -107,16 +108,21 @@ impl Ctx {
         Ok(self.key_exists(name.as_arg()))
     }
 
-    fn open_slot(&self, name: RStr) -> Result<*const Slot, Error> {
+    /// Opens `name` into a new slot; `bytes`, when known, must be the
+    /// string's own bytes (kept, not copied; else they are fetched).
+    fn open_slot(&self, name: RStr, bytes: Option<&[u8]>) -> Result<*const Slot, Error> {
         self.guard.check(self.ptr, name.as_arg())?;
         let ptr = self.open_key(&name);
-        Ok(self.keys.keep(Slot::new(name, ptr)))
+        Ok(self.keys.keep(Slot::new(name, bytes, ptr)))
     }
 
     fn key_named(&self, name: &[u8]) -> Result<Key<'_>, Error> {
         let slot = match self.keys.find(name) {
             Some(slot) => slot,
-            None => self.open_slot(super::names::name(name))?,
+            None => {
+                let (name, bytes) = super::names::name(name);
+                self.open_slot(name, Some(bytes))?
+            }
         };
         Ok(self.key_at(slot))
     }
@@ -337,6 +343,13 @@ impl<'c> Key<'c> {
         // index asked for (a wrong element deleted): a fresh handle starts
         // with no iterator.
         self.reopen();
+    }
+
+    /// Fires `event` on the key after a write that only adds (an `HSET`, a
+    /// `ZADD`, a push): it cannot have emptied the key, so no `del` to look
+    /// for.
+    pub fn notify_added(&self, class: Class, event: &CStr) {
+        self.ctx.notify(class, event, self.name());
     }
 
     /// Fires `event` on the key, and `del` when the write emptied it (the

@@ -47,5 +47,5 @@ pub use boundary::with_module_ctx;
 pub use ctx::{log_warning, Class, Ctx};
 pub use key::{Key, Kind};
 pub use names::{name_set, release_all as release_names, KeyName, NameSet};
-pub use reply::{Job, Reply};
+pub use reply::{Job, Jobs, Reply};
 pub use string::{word, Arg, Argv, RStr};

@@ -19,7 +19,8 @@ use super::string::{Arg, RStr};
 /// starts again (a queue's own names come back on its next call).
 const MAX_NAMES: usize = 4096;
 
-type Names = HashMap<Box<[u8]>, *mut raw::RedisModuleString>;
+/// A kept name: its string and the string's own bytes (read once).
+type Names = HashMap<Box<[u8]>, (*mut raw::RedisModuleString, *const u8, usize)>;
 
 thread_local! {
     // Commands, their callbacks and timers all run on the server's main
@@ -29,12 +30,13 @@ thread_local! {
     static NAMES: RefCell<ManuallyDrop<Names>> = RefCell::new(ManuallyDrop::new(HashMap::default()));
 }
 
-/// The key name `bytes`, as a string the caller owns a reference to.
-pub(super) fn name(bytes: &[u8]) -> RStr {
+/// The key name `bytes`, as a string the caller owns a reference to, and
+/// that string's own bytes (alive as long as the reference is).
+pub(super) fn name<'a>(bytes: &[u8]) -> (RStr, &'a [u8]) {
     NAMES.with(|names| {
         let mut names = names.borrow_mut();
-        let ptr = match names.get(bytes) {
-            Some(&ptr) => ptr,
+        let (ptr, at, len) = match names.get(bytes) {
+            Some(&kept) => kept,
             None => {
                 if names.len() >= MAX_NAMES {
                     release(&mut names);
@@ -47,20 +49,24 @@ pub(super) fn name(bytes: &[u8]) -> RStr {
                         bytes.len(),
                     )
                 };
-                names.insert(bytes.into(), ptr);
-                ptr
+                let mut len = 0usize;
+                // SAFETY: a string just made; its bytes never change.
+                let at = unsafe { api!(RedisModule_StringPtrLen)(ptr, &mut len) }.cast::<u8>();
+                names.insert(bytes.into(), (ptr, at, len));
+                (ptr, at, len)
             }
         };
         // Under no auto memory (this module never enables it) with no
         // context: a plain reference count.
         // SAFETY: a kept string, alive while the table holds it; the caller's RStr releases this reference.
         unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), ptr) };
-        RStr { ptr }
+        // SAFETY: the string's own bytes, alive while the caller's reference is.
+        (RStr { ptr }, unsafe { std::slice::from_raw_parts(at, len) })
     })
 }
 
 fn release(names: &mut Names) {
-    for (_, ptr) in names.drain() {
+    for (_, (ptr, _, _)) in names.drain() {
         // SAFETY: strings the table made, each freed once (drained).
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), ptr) };
     }

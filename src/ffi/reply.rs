@@ -25,10 +25,13 @@ pub enum Reply {
     /// as it stands, with no tree of replies built and dropped per job.
     Jobs {
         lane: RStr,
-        jobs: Vec<Job>,
+        jobs: Jobs,
         flat: bool,
     },
 }
+
+/// A claim's jobs: one (a K=1 turn, the common claim) with no allocation.
+pub type Jobs = smallvec::SmallVec<[Job; 1]>;
 
 /// A job as a claim replies it.
 pub struct Job {

@@ -172,11 +172,19 @@ impl KeyCache {
 }
 
 impl Slot {
-    pub(super) fn new(name: RStr, ptr: *mut raw::RedisModuleKey) -> Slot {
-        let bytes = name.bytes();
+    /// `bytes`: `name`'s own bytes when known (they live as long as the
+    /// string does); else they are fetched.
+    pub(super) fn new(name: RStr, bytes: Option<&[u8]>, ptr: *mut raw::RedisModuleKey) -> Slot {
+        let bytes = match bytes {
+            Some(b) => (b.as_ptr(), b.len()),
+            None => {
+                let b = name.bytes();
+                (b.as_ptr(), b.len())
+            }
+        };
         Slot {
-            bytes: bytes.as_ptr(),
-            len: bytes.len(),
+            bytes: bytes.0,
+            len: bytes.1,
             name,
             ptr: Cell::new(ptr),
             written: Cell::new(false),

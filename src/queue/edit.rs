@@ -47,7 +47,7 @@ impl<'q> Queue<'q> {
                 effect.push(m);
             }
         }
-        key.notify(Class::Zset, c"zadd");
+        key.notify_added(Class::Zset, c"zadd");
         self.call.repl.effect(c"ZADD", &effect);
     }
 
@@ -73,7 +73,7 @@ impl<'q> Queue<'q> {
         for chunk in pairs.chunks(4) {
             key.hash_set_many(chunk);
         }
-        key.notify(Class::Hash, event);
+        key.notify_added(Class::Hash, event);
         let mut effect: Effect = smallvec::smallvec![key.name()];
         if self.call.repl.sends() {
             for &(f, v) in pairs {
@@ -146,7 +146,7 @@ impl<'q> Queue<'q> {
         } else {
             (c"rpush", c"RPUSH")
         };
-        key.notify(Class::List, event);
+        key.notify_added(Class::List, event);
         self.call.repl.effect(cmd, &effect);
     }
 

@@ -27,22 +27,28 @@ impl Cluster {
     pub fn start(primaries: usize, replicas: usize, extra: &[&str]) -> Cluster {
         let _one_at_a_time = FORMING.lock().unwrap_or_else(|e| e.into_inner());
         let n = primaries * (1 + replicas);
-        let buses: Vec<String> = (0..n).map(|_| free_port().to_string()).collect();
-        let nodes: Vec<Server> = buses
-            .iter()
-            .map(|bus| {
-                let mut args = vec![
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-port",
-                    bus,
-                    "--cluster-node-timeout",
-                    "2000",
-                ];
-                args.extend_from_slice(extra);
-                Server::start_with(&args)
+        // A bus port is free when chosen, but another connection may take
+        // it as its local port before the node binds it: a node that does
+        // not start is started again on a new one.
+        let (nodes, buses): (Vec<Server>, Vec<String>) = (0..n)
+            .map(|_| {
+                (0..5)
+                    .find_map(|_| {
+                        let bus = free_port().to_string();
+                        let mut args = vec![
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-port",
+                            &bus,
+                            "--cluster-node-timeout",
+                            "2000",
+                        ];
+                        args.extend_from_slice(extra);
+                        Server::try_start_with(&args).map(|node| (node, bus.clone()))
+                    })
+                    .expect("a cluster node started on one of five bus ports")
             })
-            .collect();
+            .unzip();
         for (i, node) in nodes.iter().take(primaries).enumerate() {
             let (lo, hi) = slot_range(i, primaries);
             node.conn()

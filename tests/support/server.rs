@@ -88,6 +88,12 @@ impl Server {
         Server::launch(true, extra, None, None)
     }
 
+    /// As [`Server::start_with`], `None` when it does not start (a cluster
+    /// node whose bus port, chosen before, was taken meanwhile).
+    pub fn try_start_with(extra: &[&str]) -> Option<Server> {
+        Server::try_launch(true, extra, None, None).ok()
+    }
+
     /// A server with the module loaded with `module_args` (after its path).
     pub fn start_module_args(module_args: &[&str]) -> Server {
         let mut extra = vec!["--loadmodule".to_string(), module_path().display().to_string()];
@@ -108,6 +114,18 @@ impl Server {
     }
 
     fn launch(module: bool, extra: &[&str], dir: Option<PathBuf>, conf: Option<&str>) -> Server {
+        Server::try_launch(module, extra, dir, conf)
+            .unwrap_or_else(|dir| panic!("the server did not start; see {}/server.log", dir.display()))
+    }
+
+    /// The server, or the directory of its log when five ports in a row
+    /// failed.
+    fn try_launch(
+        module: bool,
+        extra: &[&str],
+        dir: Option<PathBuf>,
+        conf: Option<&str>,
+    ) -> Result<Server, PathBuf> {
         let dir = dir.unwrap_or_else(|| {
             let n = STARTED.fetch_add(1, Ordering::SeqCst);
             let dir = std::env::temp_dir().join(format!("emq-test-{}-{n}", std::process::id()));
@@ -144,13 +162,13 @@ impl Server {
                 keep_dir: false,
             };
             if server.wait_ready() {
-                return server;
+                return Ok(server);
             }
             server.keep_dir = true;
             let _ = server.child.kill();
             let _ = server.child.wait();
         }
-        panic!("the server did not start; see {}/server.log", dir.display());
+        Err(dir)
     }
 
     /// Stops the server (without saving) and starts it again on the same

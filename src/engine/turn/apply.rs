@@ -112,7 +112,12 @@ impl<'q> Claim<'q> {
     }
 
     /// The writes of a serving turn, in the order `@gwclaim` makes them.
-    pub(super) fn write(&self, lane: &RStr, s: Serving<'q>, deadline: i64) -> Result<Vec<Served>, Error> {
+    pub(super) fn write(
+        &self,
+        lane: &RStr,
+        s: Serving<'q>,
+        deadline: i64,
+    ) -> Result<crate::ffi::Jobs, Error> {
         let q = self.q;
         // A lane that leaves is rotated to the tail and removed from it: in
         // one step, the head removed (O(1), where the script scans the ring).

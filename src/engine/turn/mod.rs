@@ -294,7 +294,7 @@ pub use crate::ffi::Job as Served;
 
 /// The reply of a served turn: one job's four fields flat (CLAIM), or an
 /// array of them (WCLAIM, BCLAIM), each `[id, payload, attempts, lane]`.
-pub fn claim_reply(kind: ClaimKind, lane: RStr, served: Vec<Served>) -> Reply {
+pub fn claim_reply(kind: ClaimKind, lane: RStr, served: crate::ffi::Jobs) -> Reply {
     let flat = kind == ClaimKind::One && served.len() == 1;
     Reply::Jobs {
         lane,
