@@ -24,6 +24,8 @@ out="${PROFILE_DIR:-$(mktemp -d)}"
 mkdir -p "$out"
 scripts/deps.sh valgrind
 real="$(scripts/servers.sh valkey9)"
+# The C floor needs a C compiler: `cc`, which is also the linker Rust uses.
+command -v cc >/dev/null || { echo "profile: no C compiler (cc) for the C floor module" >&2; exit 1; }
 # The crate's own header, of the version Cargo.lock pins (its sources are
 # in cargo's registry once the module is built).
 version="$(grep -A1 '^name = "redis-module"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
