@@ -184,7 +184,6 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     RedisModuleKey *active = open_typed(ctx, active_n, REDISMODULE_KEYTYPE_ZSET);
     RedisModuleKey *counts = open_typed(ctx, count_n, REDISMODULE_KEYTYPE_HASH);
     if (!ring || !active || !counts) return refuse(ctx, "WRONGTYPE");
-    /* The queue-wide keys whose existence decides a turn. */
     /* The queue's settings (paused, fairness) in P meta, then the keys
      * whose existence decides a turn (a weight only for WCLAIM). */
     if (RedisModule_KeyExists(ctx, q[META])) return refuse(ctx, "ERR the floor serves count-fair queues");

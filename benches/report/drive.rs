@@ -226,9 +226,9 @@ pub fn native_only() -> bool {
     std::env::var("EMQ_BENCH_NATIVE_ONLY").is_ok_and(|v| v == "1")
 }
 
-/// `EMQ_BENCH_C_FLOOR=1`: the server has the C floor module loaded
-/// (`make profile`), and `name` is a scenario it does the work of (a sound
-/// queue with neither ceilings nor rates, count-fair).
+/// The C floor module is loaded (`make profile`), and `name` is a scenario
+/// it does the work of (a sound queue with neither ceilings nor rates,
+/// count-fair).
 pub fn c_floor(name: &str) -> bool {
     const FLOORED: [&str; 4] = [
         "WCLAIM K=1, 100 lanes",
@@ -236,10 +236,15 @@ pub fn c_floor(name: &str) -> bool {
         "BCLAIM of 32, 1,600 lanes",
         "batched cycle ENQUEUE×8→WCLAIM K=8→COMPLETE×8, 100 lanes",
     ];
-    std::env::var("EMQ_BENCH_C_FLOOR").is_ok_and(|v| v == "1")
+    c_floor_loaded()
         && FLOORED
             .iter()
             .any(|f| name == *f || name.strip_prefix(f) == Some(", emq.replicate command"))
+}
+
+/// `EMQ_BENCH_C_FLOOR=1`: the server has the C floor module loaded.
+pub fn c_floor_loaded() -> bool {
+    std::env::var("EMQ_BENCH_C_FLOOR").is_ok_and(|v| v == "1")
 }
 
 /// Whether the floors run: not when only the native blocks do, unless

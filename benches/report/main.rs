@@ -24,7 +24,7 @@ mod throughput;
 mod workers;
 
 use claims::ROUNDS;
-use drive::{selected, set_config};
+use drive::{c_floor_loaded, selected, set_config};
 use support::twins::Twins;
 use support::{Conn, Server};
 
@@ -62,7 +62,7 @@ fn main() {
     let mut rows = Vec::new();
     for (mode, suffix) in [("effects", ""), ("command", COMMAND)] {
         set_config(&mut bench.c, "emq.replicate", mode);
-        if std::env::var("EMQ_BENCH_C_FLOOR").is_ok_and(|v| v == "1") {
+        if c_floor_loaded() {
             bench.c.ok(&["FLOOR.REPLICATE", mode]);
         }
         bench.claim_scenarios(&mut rows, suffix);
