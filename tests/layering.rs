@@ -220,3 +220,36 @@ fn no_source_file_is_over_400_lines() {
         assert!(n <= 400, "{} has {n} lines", file.display());
     }
 }
+
+/// `api!` takes an API function as present without checking (`src/ffi/api.rs`):
+/// sound only for the functions `missing_api` makes `init` refuse to load
+/// without. Every name used with it must be in that list.
+#[test]
+fn every_api_function_called_unchecked_is_checked_at_load() {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let api = std::fs::read_to_string(src().join("ffi/api.rs")).unwrap();
+    let list = api.split("check!(").nth(1).expect("missing_api's check! list");
+    let list = &list[..list.find(')').unwrap()];
+    let checked: BTreeSet<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    assert!(checked.len() > 20, "the list was read: {checked:?}");
+    let mut used = BTreeSet::new();
+    for file in &all {
+        let text = std::fs::read_to_string(file).unwrap();
+        for part in text.split("api!(").skip(1) {
+            let name: String = part
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.starts_with("RedisModule_") {
+                used.insert(name);
+            }
+        }
+    }
+    assert!(used.len() > 20, "the uses were read: {used:?}");
+    let unchecked: Vec<&String> = used.iter().filter(|n| !checked.contains(n.as_str())).collect();
+    assert!(
+        unchecked.is_empty(),
+        "called through api! but not checked at load: {unchecked:?}"
+    );
+}

@@ -62,10 +62,16 @@ impl<'a> Args<'a> {
     /// The queue prefix, of a queue this node may work on now (in a
     /// cluster: its slot served here, not moving key by key).
     pub fn prefix(&mut self, ctx: &Ctx) -> Result<Arg<'a>, Error> {
+        self.prefix_and_bytes(ctx).map(|(p, _)| p)
+    }
+
+    /// [`Args::prefix`] and its bytes (read once: a claim's queue needs them).
+    pub fn prefix_and_bytes(&mut self, ctx: &Ctx) -> Result<(Arg<'a>, &'a [u8]), Error> {
         let p = self.arg()?;
-        grammar::prefix(p.bytes(), ctx.is_cluster())?;
-        cluster::may_work(ctx, p.bytes(), false)?;
-        Ok(p)
+        let bytes = p.bytes();
+        grammar::prefix(bytes, ctx.is_cluster())?;
+        cluster::may_work(ctx, bytes, false)?;
+        Ok((p, bytes))
     }
 
     pub fn lane(&mut self) -> Result<Arg<'a>, Error> {

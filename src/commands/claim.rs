@@ -63,11 +63,12 @@ fn block_limit(now: i64) -> i64 {
 
 fn parse<'a>(ctx: &Ctx, argv: Argv<'a>, kind: ClaimKind) -> Result<Request<'a>, Error> {
     let mut args = Args::new(argv, 2, 4)?;
-    let prefix = args.prefix(ctx)?;
+    let (prefix, prefix_bytes) = args.prefix_and_bytes(ctx)?;
     let lease = args.lease()?;
     let block = block(ctx, &mut args)?;
     Ok(Request {
         prefix,
+        prefix_bytes,
         kind,
         lease,
         block,

@@ -143,13 +143,12 @@ pub fn unwatch(ctx: Option<&Ctx>, id: u64) {
 /// A command made a lease deadline or a due time `at` on `prefix`: if clients
 /// wait on that queue, the timer must fire by then.
 pub fn due(ctx: &Ctx, prefix: &[u8], at: i64) {
-    let db = ctx.db();
     let id = WATCHES.with(|w| {
         let watches = w.borrow();
         if watches.by_id.is_empty() {
             return None;
         }
-        watches.find(db, prefix)
+        watches.find(ctx.db(), prefix)
     });
     if let Some(id) = id {
         arm(ctx, id, at);

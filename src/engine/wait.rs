@@ -22,6 +22,8 @@ use super::turn::Claim;
 /// A claim as its client asked for it.
 pub struct Request<'a> {
     pub prefix: Arg<'a>,
+    /// The prefix's bytes (read once, when parsed).
+    pub prefix_bytes: &'a [u8],
     pub kind: ClaimKind,
     pub lease: i64,
     /// The BLOCK timeout in ms (0 = forever).
@@ -31,7 +33,7 @@ pub struct Request<'a> {
 /// The reply, or `None` when the client now waits (answered later by
 /// `ready`, which parses its arguments again and calls [`on_ready`]).
 pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, Error> {
-    let q = Queue::new(call, req.prefix);
+    let q = Queue::known(call, req.prefix, req.prefix_bytes);
     let blocking = req.block.filter(|_| call.ctx.may_block());
     // A paused queue serves nothing and writes nothing (EchoMQ's host checks
     // `P meta` before it calls the script).
@@ -67,9 +69,9 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     // Nothing can be served: wait on the ring, woken when a lane joins it (and
     // by the timer when leases run out or jobs come due).
     stats::BLOCKED.add(1);
-    let watch = timer::watch(call.ctx, req.prefix.bytes(), earliest(&q, &claim));
+    let watch = timer::watch(call.ctx, req.prefix_bytes, earliest(&q, &claim));
     if let Some(at) = claim.held_until() {
-        timer::wake_at(call.ctx, req.prefix.bytes(), at);
+        timer::wake_at(call.ctx, req.prefix_bytes, at);
     }
     call.ctx.block_on_key(
         claim.ring_name(),
@@ -97,11 +99,11 @@ fn earliest(q: &Queue, claim: &Claim) -> Option<i64> {
 pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     // No client sent this: the slot is read afresh before anything is
     // written (a key-by-key migration may have begun since the last tick).
-    if cluster::may_work(ctx, req.prefix.bytes(), true).is_err() {
+    if cluster::may_work(ctx, req.prefix_bytes, true).is_err() {
         return Ok(None);
     }
     let call = Call::new(ctx, false);
-    let q = Queue::new(&call, req.prefix);
+    let q = Queue::known(&call, req.prefix, req.prefix_bytes);
     let (paused, fairness) = q.queue_state()?;
     if paused {
         return Ok(None);
@@ -110,7 +112,7 @@ pub fn on_ready(ctx: &Ctx, req: &Request) -> Result<Option<Reply>, Error> {
     let deadline = ctx.now_ms().saturating_add(req.lease);
     let Some(first) = claim.first_servable()? else {
         if let Some(at) = claim.held_until() {
-            timer::wake_at(ctx, req.prefix.bytes(), at);
+            timer::wake_at(ctx, req.prefix_bytes, at);
         }
         return Ok(None);
     };

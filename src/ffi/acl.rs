@@ -29,7 +29,7 @@ impl Ctx {
     /// From now on, every key opened must be one the caller may access: read,
     /// or read and write on a write command. `prefix` is the command's
     /// declared key, which every key it touches begins with.
-    pub fn guard_keys(&self, prefix: Arg) {
+    pub fn guard_keys(&self, prefix: &[u8]) {
         let flags = if self.keys.writable {
             raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
         } else {
@@ -41,7 +41,7 @@ impl Ctx {
             Some(None) => State::Nobody,
             Some(Some(user)) => {
                 self.guard.owned.set(user);
-                if prefix_allowed(user, prefix.bytes(), flags) {
+                if prefix_allowed(user, prefix, flags) {
                     State::All
                 } else {
                     State::Each(user)

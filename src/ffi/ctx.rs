@@ -4,6 +4,10 @@
 //! its ACL guard (`acl.rs`); it replicates (`propagate.rs`) and calls
 //! (`call.rs`).
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use smallvec::SmallVec;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -13,6 +17,7 @@ use redis_module::raw;
 
 use super::api::CLUSTER;
 use super::guard::Guard;
+use super::names::NameSet;
 use super::slots::KeyCache;
 use super::string::{Arg, RStr};
 
@@ -22,6 +27,17 @@ pub struct Ctx {
     pub(super) ptr: *mut raw::RedisModuleCtx,
     pub(super) keys: KeyCache,
     pub(super) guard: Guard,
+    /// The server's flags for this context, read once: what it says (a
+    /// replayed call, MULTI, a primary) holds for the whole callback.
+    flags: Cell<Option<c_int>>,
+    /// The server's cached command time (µs), read once: the server sets it
+    /// before the callback and it holds for the whole of it.
+    now_us: Cell<Option<i64>>,
+    /// The selected database, read once (only `select_db` changes it).
+    db: Cell<Option<i32>>,
+    /// The name sets whose names key slots use without a reference of
+    /// their own (`key.rs`): held until the keys are closed.
+    held: RefCell<SmallVec<[Rc<NameSet>; 1]>>,
 }
 
 /// Keyspace-notification classes.
@@ -41,7 +57,26 @@ impl Ctx {
             ptr,
             keys: KeyCache::new(writable),
             guard: Guard::default(),
+            flags: Cell::new(None),
+            now_us: Cell::new(None),
+            db: Cell::new(None),
+            held: RefCell::new(SmallVec::new()),
         }
+    }
+
+    /// Holds `set` until the context's keys are closed (its names may then
+    /// name keys opened by [`Ctx::key_by`]).
+    pub fn hold(&self, set: &Rc<NameSet>) {
+        // Only the last is looked at: a timer's context goes through many
+        // queues, each once (a set held twice costs a pointer).
+        let mut held = self.held.borrow_mut();
+        if !held.last().is_some_and(|h| Rc::ptr_eq(h, set)) {
+            held.push(Rc::clone(set));
+        }
+    }
+
+    pub(super) fn holds(&self, set: &Rc<NameSet>) -> bool {
+        self.held.borrow().iter().any(|h| Rc::ptr_eq(h, set))
     }
 
     // ---- strings ----
@@ -64,8 +99,13 @@ impl Ctx {
     // ---- the server's state ----
 
     fn flags(&self) -> c_int {
+        if let Some(flags) = self.flags.get() {
+            return flags;
+        }
         // SAFETY: the context is live.
-        unsafe { api!(RedisModule_GetContextFlags)(self.ptr) }
+        let flags = unsafe { api!(RedisModule_GetContextFlags)(self.ptr) };
+        self.flags.set(Some(flags));
+        flags
     }
 
     fn any_flag(&self, flags: u32) -> bool {
@@ -115,10 +155,18 @@ impl Ctx {
     /// The server clock in ms: the cached command time where the server has
     /// it (what Lua's `TIME` sees in the same call), else the wall clock.
     pub fn now_ms(&self) -> i64 {
+        if let Some(us) = self.now_us.get() {
+            return us / 1000;
+        }
         // SAFETY: calls without arguments, looked up at load.
         unsafe {
             match raw::RedisModule_CachedMicroseconds {
-                Some(cached) => cached() / 1000,
+                Some(cached) => {
+                    let us = cached();
+                    self.now_us.set(Some(us));
+                    us / 1000
+                }
+                // The wall clock moves during the call: read each time.
                 None => api!(RedisModule_Milliseconds)(),
             }
         }
@@ -126,14 +174,20 @@ impl Ctx {
 
     /// The database the context works on.
     pub fn db(&self) -> i32 {
+        if let Some(db) = self.db.get() {
+            return db;
+        }
         // SAFETY: the context is live.
-        unsafe { api!(RedisModule_GetSelectedDb)(self.ptr) }
+        let db = unsafe { api!(RedisModule_GetSelectedDb)(self.ptr) };
+        self.db.set(Some(db));
+        db
     }
 
     /// Switches to database `db`, closing every key opened so far (`&mut`:
     /// no key handle can be alive across the switch).
     pub fn select_db(&mut self, db: i32) -> bool {
         self.keys.close_all(self.ptr);
+        self.db.set(None);
         // SAFETY: the context is live and holds no open key.
         unsafe { api!(RedisModule_SelectDb)(self.ptr, db) == raw::REDISMODULE_OK as c_int }
     }

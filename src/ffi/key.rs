@@ -16,7 +16,9 @@ use std::ptr;
 use redis_module::raw;
 
 use super::ctx::{Class, Ctx};
-use super::names::KeyName;
+use std::rc::Rc;
+
+use super::names::NameSet;
 use super::slots::Slot;
 use super::string::{with_joined, Arg, RStr};
 use crate::model::error::Error;
@@ -88,21 +90,30 @@ impl Ctx {
         })
     }
 
-    /// The key `name` (a kept name of a queue's fixed keys): as [`Ctx::key`].
-    pub fn key_by(&self, name: KeyName) -> Result<Key<'_>, Error> {
+    /// The key named `set`'s name `i` (a queue's fixed key): as
+    /// [`Ctx::key`]. `set` must be held by the context ([`Ctx::hold`]),
+    /// which keeps it until its keys are closed: the slot takes no
+    /// reference to the name of its own.
+    pub fn key_by(&self, set: &Rc<NameSet>, i: usize) -> Result<Key<'_>, Error> {
+        let name = set.get(i);
         let slot = match self.keys.find(name.bytes()) {
             Some(slot) => slot,
-            // The set's bytes are the string's own: no second fetch of them.
-            None => self.open_slot(name.retained(), Some(name.bytes()))?,
+            None => {
+                self.guard.check(self.ptr, name.as_arg())?;
+                debug_assert!(self.holds(set), "a key named by a set the context does not hold");
+                let ptr = self.open_key(name.as_arg());
+                self.keys.keep(Slot::borrowed(name.ptr, name.bytes(), ptr))
+            }
         };
         Ok(self.key_at(slot))
     }
 
-    /// Whether the key `name` exists, without opening it (its permission is
-    /// checked: the caller learns something of it).
-    pub fn key_by_exists(&self, name: KeyName) -> Result<bool, Error> {
+    /// Whether the key named `set`'s name `i` exists, without opening it
+    /// (its permission is checked: the caller learns something of it).
+    pub fn key_by_exists(&self, set: &Rc<NameSet>, i: usize) -> Result<bool, Error> {
+        let name = set.get(i);
         if self.keys.find(name.bytes()).is_some() {
-            return Ok(self.key_by(name)?.kind() != Kind::Empty);
+            return Ok(self.key_by(set, i)?.kind() != Kind::Empty);
         }
         self.guard.check(self.ptr, name.as_arg())?;
         Ok(self.key_exists(name.as_arg()))
@@ -112,7 +123,7 @@ impl Ctx {
     /// string's own bytes (kept, not copied; else they are fetched).
     fn open_slot(&self, name: RStr, bytes: Option<&[u8]>) -> Result<*const Slot, Error> {
         self.guard.check(self.ptr, name.as_arg())?;
-        let ptr = self.open_key(&name);
+        let ptr = self.open_key(name.as_arg());
         Ok(self.keys.keep(Slot::new(name, bytes, ptr)))
     }
 
@@ -174,7 +185,7 @@ impl Ctx {
 }
 
 impl Ctx {
-    fn open_key(&self, name: &RStr) -> *mut raw::RedisModuleKey {
+    fn open_key(&self, name: Arg) -> *mut raw::RedisModuleKey {
         let mode = if self.keys.writable {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {
@@ -203,7 +214,8 @@ impl<'c> Key<'c> {
                 api!(RedisModule_CloseKey)(self.ptr());
             }
         }
-        self.slot.ptr.set(self.ctx.open_key(&self.slot.name));
+        self.slot.ptr.set(self.ctx.open_key(self.slot.name.as_arg()));
+        self.slot.kind.set(None);
     }
 
     /// The key's name, as an argument (for replication and notifications).
@@ -214,11 +226,17 @@ impl<'c> Key<'c> {
     // ---- reads ----
 
     pub fn kind(&self) -> Kind {
-        if !self.is_open() {
-            return Kind::Empty;
+        if let Some(code) = self.slot.kind.get() {
+            return Kind::of(code);
         }
-        // SAFETY: an open handle (checked above).
-        Kind::of(unsafe { api!(RedisModule_KeyType)(self.ptr()) })
+        let code = if self.is_open() {
+            // SAFETY: an open handle (checked above).
+            unsafe { api!(RedisModule_KeyType)(self.ptr()) }
+        } else {
+            raw::REDISMODULE_KEYTYPE_EMPTY as c_int
+        };
+        self.slot.kind.set(Some(code));
+        Kind::of(code)
     }
 
     /// `WRONGTYPE` unless the key is missing or of type `want`.
@@ -283,6 +301,8 @@ impl<'c> Key<'c> {
             "a write through a key opened for reading"
         );
         self.slot.written.set(true);
+        // The write may create, retype or empty the key.
+        self.slot.kind.set(None);
     }
 
     /// As [`Key::wrote`] for a write that may change nothing: `write` runs

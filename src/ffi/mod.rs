@@ -48,4 +48,4 @@ pub use ctx::{log_warning, Class, Ctx};
 pub use key::{Key, Kind};
 pub use names::{name_set, release_all as release_names, KeyName, NameSet};
 pub use reply::{Job, Jobs, Reply};
-pub use string::{word, Arg, Argv, RStr};
+pub use string::{word, Arg, Argv, RStr, Text};

@@ -152,14 +152,6 @@ impl<'a> KeyName<'a> {
         self.bytes
     }
 
-    /// One more reference to the name, owned by the caller (a key slot's
-    /// name outlives the set it came from).
-    pub(super) fn retained(&self) -> RStr {
-        // SAFETY: the set's string is alive while the set is; the RStr returned releases this reference.
-        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.ptr) };
-        RStr { ptr: self.ptr }
-    }
-
     pub fn as_arg(&self) -> Arg<'a> {
         Arg::borrowed(self.ptr)
     }

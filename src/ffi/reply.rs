@@ -4,7 +4,7 @@
 use std::os::raw::{c_char, c_long};
 
 use super::ctx::Ctx;
-use super::string::RStr;
+use super::string::{RStr, Text};
 use crate::model::error::Error;
 
 pub enum Reply {
@@ -35,7 +35,7 @@ pub type Jobs = smallvec::SmallVec<[Job; 1]>;
 
 /// A job as a claim replies it.
 pub struct Job {
-    pub job: RStr,
+    pub job: Text,
     pub payload: Option<RStr>,
     pub attempts: i64,
 }
@@ -88,7 +88,7 @@ impl Ctx {
                     }
                     for j in jobs {
                         api!(RedisModule_ReplyWithArray)(ctx, 4);
-                        api!(RedisModule_ReplyWithString)(ctx, j.job.ptr);
+                        api!(RedisModule_ReplyWithString)(ctx, j.job.as_arg().ptr);
                         match &j.payload {
                             Some(p) => api!(RedisModule_ReplyWithString)(ctx, p.ptr),
                             None => api!(RedisModule_ReplyWithNull)(ctx),

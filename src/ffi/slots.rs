@@ -8,7 +8,7 @@
 //! ends (or when it switches databases, which takes it `&mut`).
 
 use std::cell::{Cell, RefCell, UnsafeCell};
-use std::mem::MaybeUninit;
+use std::mem::{ManuallyDrop, MaybeUninit};
 
 use redis_module::raw;
 use rustc_hash::FxHashMap;
@@ -33,6 +33,9 @@ pub(super) struct KeyCache {
     // by `close_all`, under `&mut`.
     inline: Cells<INLINE>,
     len: Cell<usize>,
+    /// One bit per open name's [`filter_bit`]: a name whose bit is clear is
+    /// not open, found without a scan (most asks are for keys not yet open).
+    filter: Cell<u64>,
     // Boxed: a chunk must not move when the vector grows.
     #[allow(clippy::vec_box)]
     overflow: RefCell<Vec<Box<Cells<CHUNK>>>>,
@@ -78,13 +81,19 @@ impl std::borrow::Borrow<[u8]> for SlotName {
 }
 
 pub(super) struct Slot {
-    pub(super) name: RStr,
+    /// Released at close when `owned`; else a kept name of a set the
+    /// context holds until its keys are closed (no reference of its own).
+    pub(super) name: ManuallyDrop<RStr>,
+    owned: bool,
     /// The name's bytes, read once (compared without a call).
     bytes: *const u8,
     len: usize,
     /// NULL when the key is missing and was opened for reading.
     pub(super) ptr: Cell<*mut raw::RedisModuleKey>,
     pub(super) written: Cell<bool>,
+    /// The key's type code as last read; forgotten by every write through
+    /// the handle (the only way a key open here changes: `key.rs`).
+    pub(super) kind: Cell<Option<std::os::raw::c_int>>,
 }
 
 impl KeyCache {
@@ -93,13 +102,23 @@ impl KeyCache {
             writable,
             inline: [const { UnsafeCell::new(MaybeUninit::uninit()) }; INLINE],
             len: Cell::new(0),
+            filter: Cell::new(0),
             overflow: RefCell::new(Vec::new()),
             by_name: RefCell::new(FxHashMap::default()),
         }
     }
 
-    /// The slot named `name`, if open.
+    /// The slot named `name`, if open. Inline: most asks are for a key not
+    /// yet open, answered by the filter alone.
+    #[inline]
     pub(super) fn find(&self, name: &[u8]) -> Option<*const Slot> {
+        if self.filter.get() & filter_bit(name) == 0 {
+            return None;
+        }
+        self.scan(name)
+    }
+
+    fn scan(&self, name: &[u8]) -> Option<*const Slot> {
         let inline = self.len.get().min(INLINE);
         for cell in &self.inline[..inline] {
             // SAFETY: the first `len` inline slots are initialised.
@@ -123,6 +142,7 @@ impl KeyCache {
     pub(super) fn keep(&self, slot: Slot) -> *const Slot {
         let at = self.len.get();
         self.len.set(at + 1);
+        self.filter.set(self.filter.get() | filter_bit(slot.name_bytes()));
         if at < INLINE {
             // SAFETY: slot `at` is uninitialised and nothing points to it.
             return unsafe { (*self.inline[at].get()).write(slot) };
@@ -152,6 +172,7 @@ impl KeyCache {
     /// Closes every handle, signalling the written keys modified.
     pub(super) fn close_all(&mut self, ctx: *mut raw::RedisModuleCtx) {
         let len = self.len.replace(0);
+        self.filter.set(0);
         let inline = len.min(INLINE);
         for cell in self.inline[..inline].iter_mut().rev() {
             // SAFETY: initialised, and read out once (len is now 0).
@@ -171,6 +192,14 @@ impl KeyCache {
     }
 }
 
+/// A name's bit in [`KeyCache`]'s filter: from its length and last byte (a
+/// queue's keys share their prefix; their suffixes differ in both).
+#[inline]
+fn filter_bit(name: &[u8]) -> u64 {
+    let last = name.last().copied().unwrap_or(0) as usize;
+    1 << ((name.len() ^ last.wrapping_mul(7)) & 63)
+}
+
 impl Slot {
     /// `bytes`: `name`'s own bytes when known (they live as long as the
     /// string does); else they are fetched.
@@ -185,19 +214,44 @@ impl Slot {
         Slot {
             bytes: bytes.0,
             len: bytes.1,
-            name,
+            name: ManuallyDrop::new(name),
+            owned: true,
             ptr: Cell::new(ptr),
             written: Cell::new(false),
+            kind: Cell::new(None),
         }
     }
 
-    fn is(&self, name: &[u8]) -> bool {
-        // SAFETY: `bytes` are the bytes of `self.name`, which lives as long
-        // as the slot.
-        self.len == name.len() && unsafe { std::slice::from_raw_parts(self.bytes, self.len) } == name
+    /// A slot named by a string it takes no reference to: the caller keeps
+    /// the string alive, unchanged, until the slot is closed; `bytes` are
+    /// its own bytes.
+    pub(super) fn borrowed(
+        name: *mut raw::RedisModuleString,
+        bytes: &[u8],
+        ptr: *mut raw::RedisModuleKey,
+    ) -> Slot {
+        Slot {
+            bytes: bytes.as_ptr(),
+            len: bytes.len(),
+            name: ManuallyDrop::new(RStr { ptr: name }),
+            owned: false,
+            ptr: Cell::new(ptr),
+            written: Cell::new(false),
+            kind: Cell::new(None),
+        }
     }
 
-    fn close(&self, ctx: *mut raw::RedisModuleCtx) {
+    fn name_bytes(&self) -> &[u8] {
+        // SAFETY: `bytes` are the bytes of `self.name`, which lives as long
+        // as the slot.
+        unsafe { std::slice::from_raw_parts(self.bytes, self.len) }
+    }
+
+    fn is(&self, name: &[u8]) -> bool {
+        self.len == name.len() && self.name_bytes() == name
+    }
+
+    fn close(mut self, ctx: *mut raw::RedisModuleCtx) {
         // SAFETY: the handle was opened in `ctx`, which is still alive, and
         // is closed once (the slot is being dropped).
         unsafe {
@@ -206,6 +260,9 @@ impl Slot {
             }
             if !self.ptr.get().is_null() {
                 api!(RedisModule_CloseKey)(self.ptr.get());
+            }
+            if self.owned {
+                ManuallyDrop::drop(&mut self.name);
             }
         }
     }

@@ -43,6 +43,40 @@ impl RStr {
     }
 }
 
+/// A string held with its bytes, read once: a string never changes while a
+/// reference to it is held, and a turn reads a lane's or a job's name
+/// several times (each read of an `RStr`'s bytes is a call).
+pub struct Text {
+    s: RStr,
+    at: *const u8,
+    len: usize,
+}
+
+impl Text {
+    pub fn new(s: RStr) -> Text {
+        let b = s.bytes();
+        Text {
+            at: b.as_ptr(),
+            len: b.len(),
+            s,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the bytes of `self.s`, read when it was taken; the string
+        // lives, unchanged, as long as `self` holds its reference.
+        unsafe { std::slice::from_raw_parts(self.at, self.len) }
+    }
+
+    pub fn as_arg(&self) -> Arg<'_> {
+        self.s.as_arg()
+    }
+
+    pub fn into_rstr(self) -> RStr {
+        self.s
+    }
+}
+
 impl Clone for RStr {
     /// One more reference to the same string (no copy is made: nothing here
     /// changes a string once made).

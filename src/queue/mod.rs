@@ -35,20 +35,31 @@ impl<'q> Queue<'q> {
     /// The queue under `prefix`: from here on every key the call opens must
     /// pass the caller's key permissions.
     pub fn new(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
-        call.ctx.guard_keys(prefix);
-        Queue::internal(call, prefix)
+        Queue::known(call, prefix, prefix.bytes())
+    }
+
+    /// [`Queue::new`], the prefix's bytes already read.
+    pub fn known(call: &'q Call<'q>, prefix: Arg<'q>, prefix_bytes: &'q [u8]) -> Queue<'q> {
+        call.ctx.guard_keys(prefix_bytes);
+        Queue::internal_known(call, prefix, prefix_bytes)
     }
 
     /// The queue for the module's own work (the timer): no caller, no key
     /// permissions to check.
     pub fn internal(call: &'q Call<'q>, prefix: Arg<'q>) -> Queue<'q> {
-        let prefix_bytes = prefix.bytes();
+        Queue::internal_known(call, prefix, prefix.bytes())
+    }
+
+    fn internal_known(call: &'q Call<'q>, prefix: Arg<'q>, prefix_bytes: &'q [u8]) -> Queue<'q> {
+        let names = name_set(prefix_bytes, layout::SUFFIXES);
+        // The fixed keys' slots use the set's names: held until they close.
+        call.ctx.hold(&names);
         Queue {
             call,
             ctx: call.ctx,
             prefix,
             prefix_bytes,
-            names: name_set(prefix_bytes, layout::SUFFIXES),
+            names,
         }
     }
 
@@ -61,14 +72,14 @@ impl<'q> Queue<'q> {
     /// is reached only by calls, which must not write under a handle.
     pub fn fixed(&self, key: Fixed, kind: Kind) -> Result<Key<'q>, Error> {
         assert!(key != Fixed::Paused, "P paused opened as a key");
-        self.ctx.key_by(self.names.get(key as usize))?.expect(kind)
+        self.ctx.key_by(&self.names, key as usize)?.expect(kind)
     }
 
     /// The fixed key `key` when it exists (typed; its permission checked
     /// either way); `None`, without opening it, when it does not. For keys a
     /// command most often finds missing and only reads.
     pub fn optional(&self, key: Fixed, kind: Kind) -> Result<Option<Key<'q>>, Error> {
-        if !self.ctx.key_by_exists(self.name(key))? {
+        if !self.ctx.key_by_exists(&self.names, key as usize)? {
             return Ok(None);
         }
         self.fixed(key, kind).map(Some)

@@ -4,7 +4,7 @@
 
 use smallvec::SmallVec;
 
-use crate::ffi::{word, Arg, Class, Key, RStr, Reply, Word};
+use crate::ffi::{word, Arg, Class, Key, RStr, Reply, Text, Word};
 use crate::model::credit;
 use crate::model::error::{quote, Error};
 use crate::model::schedule::{ring_change, Charge, Clamp, Lane, RingChange};
@@ -18,7 +18,7 @@ use super::{claim_reply, Claim, Served};
 
 impl<'q> Claim<'q> {
     /// Carries out a planned turn; the reply when it leased jobs.
-    pub fn apply(&self, lane: RStr, plan: Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
+    pub fn apply(&self, lane: Text, plan: Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
         let q = self.q;
         match plan {
             Plan::Drop => {
@@ -106,7 +106,7 @@ impl<'q> Claim<'q> {
                     figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
                 }
                 crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
-                Ok(Some(claim_reply(self.kind, lane, served)))
+                Ok(Some(claim_reply(self.kind, lane.into_rstr(), served)))
             }
         }
     }
@@ -114,7 +114,7 @@ impl<'q> Claim<'q> {
     /// The writes of a serving turn, in the order `@gwclaim` makes them.
     pub(super) fn write(
         &self,
-        lane: &RStr,
+        lane: &Text,
         s: Serving<'q>,
         deadline: i64,
     ) -> Result<crate::ffi::Jobs, Error> {
@@ -203,7 +203,7 @@ impl<'q> Claim<'q> {
 
     /// A head in debt passed over (fairness by time): it rotates to the tail
     /// and keeps its topped-up credit; the claim takes the next head.
-    pub(super) fn pass(&self, lane: RStr, credit: i64) -> Result<(), Error> {
+    pub(super) fn pass(&self, lane: Text, credit: i64) -> Result<(), Error> {
         let q = self.q;
         let credits = q.credits()?;
         q.rotate(self.ring);
@@ -221,7 +221,7 @@ impl<'q> Claim<'q> {
     /// under the muted turn, replicate as their effects after `EMQ.TURN`.
     fn charge(
         &self,
-        lane: &RStr,
+        lane: &Text,
         served: &[Served],
         charge: Charge,
         empties: bool,

@@ -17,7 +17,7 @@ mod replay;
 
 use std::cell::{Cell, RefCell};
 
-use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Word};
+use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Text, Word};
 use crate::model::credit::Fairness;
 use crate::model::error::Error;
 use crate::model::layout::Fixed;
@@ -149,7 +149,7 @@ impl<'q> Claim<'q> {
         self.q.joinable()?;
         self.q.flat()?;
         if let Some(lane) = self.ring.list_get(0) {
-            self.plan(&lane)?;
+            self.plan(&Text::new(lane))?;
         }
         let returned = self.reap_first()?;
         Ok(self.ring_due()? || returned)
@@ -187,6 +187,7 @@ impl<'q> Claim<'q> {
             let Some(lane) = self.ring.list_get(0) else {
                 return Ok(None);
             };
+            let lane = Text::new(lane);
             match self.plan(&lane)? {
                 plan::Plan::Pass { credit } => self.pass(lane, credit)?,
                 plan => {
@@ -239,7 +240,7 @@ impl<'q> Claim<'q> {
             let Some(lane) = self.ring.list_get(i as i64) else {
                 break;
             };
-            match self.plan(&lane)? {
+            match self.plan(&Text::new(lane))? {
                 plan if plan.serves() => return Ok(Some(i)),
                 // In debt, it serves all the same once passed over.
                 plan::Plan::Pass { .. } => return Ok(Some(i)),

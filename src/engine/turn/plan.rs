@@ -5,7 +5,7 @@
 
 use smallvec::SmallVec;
 
-use crate::ffi::{word, Arg, Key, Kind, RStr, Word};
+use crate::ffi::{word, Arg, Key, Kind, RStr, Text, Word};
 use crate::model::error::Error;
 use crate::model::grammar::parse_i64;
 use crate::model::rate::{parse_tat, Rate};
@@ -54,8 +54,9 @@ pub struct Serving<'q> {
     /// What decided K.
     pub clamp: Clamp,
     /// Leased, in ZPOPMIN order.
-    pub leased: SmallVec<[Leased<'q>; 4]>,
-    pub strays: SmallVec<[Stray<'q>; 2]>,
+    pub leased: Heads<'q>,
+    /// Most often none: a vector allocates only when there are some.
+    pub strays: Vec<Stray<'q>>,
     /// The lane's count after the turn.
     pub new_active: i64,
     /// The lane leaves the ring after the turn.
@@ -77,8 +78,12 @@ pub struct RateAfter {
     pub throttled_until: Option<i64>,
 }
 
+/// The heads a turn leases: two on the stack (a plan is moved from the
+/// planning to the writes, and a K=1 turn is the common one).
+pub type Heads<'q> = SmallVec<[Leased<'q>; 2]>;
+
 pub struct Leased<'q> {
-    pub job: RStr,
+    pub job: Text,
     pub row: Key<'q>,
     /// The job's new attempts: its token.
     pub attempts: i64,
@@ -86,7 +91,7 @@ pub struct Leased<'q> {
 }
 
 pub struct Stray<'q> {
-    pub job: RStr,
+    pub job: Text,
     pub to: StrayTo<'q>,
 }
 
@@ -127,7 +132,7 @@ impl<'q> Claim<'q> {
     }
 
     /// Decides the turn of `lane` (read only).
-    pub fn plan(&self, lane: &RStr) -> Result<Plan<'q>, Error> {
+    pub fn plan(&self, lane: &Text) -> Result<Plan<'q>, Error> {
         let name = lane.bytes();
         if name.is_empty() {
             return Ok(Plan::Drop);
@@ -204,19 +209,18 @@ impl<'q> Claim<'q> {
     /// met before the last of them (at most `STRAY_BUDGET` more heads looked
     /// at). `None` when the first head to lease has attempts that cannot be
     /// counted (the lane is damaged); heads after such a one wait.
-    #[allow(clippy::type_complexity)]
     pub(super) fn take_heads(
         &self,
         lane: &[u8],
         pending: Key<'q>,
         k: i64,
         depth: u64,
-    ) -> Result<Option<(SmallVec<[Leased<'q>; 4]>, SmallVec<[Stray<'q>; 2]>)>, Error> {
+    ) -> Result<Option<(Heads<'q>, Vec<Stray<'q>>)>, Error> {
         let q = self.q;
         let want = usize::try_from(k).unwrap_or(usize::MAX);
         let budget = want.saturating_add(STRAY_BUDGET);
-        let mut leased: SmallVec<[Leased<'q>; 4]> = SmallVec::new();
-        let mut strays: SmallVec<[Stray<'q>; 2]> = SmallVec::new();
+        let mut leased = Heads::new();
+        let mut strays = Vec::new();
         let mut looked = 0usize;
         let mut window = want;
         'read: loop {
@@ -224,6 +228,7 @@ impl<'q> Claim<'q> {
             let seen = heads.len();
             for (job, _) in heads.into_iter().skip(looked) {
                 looked += 1;
+                let job = Text::new(job);
                 let row = q.row_or_none(job.bytes())?;
                 match head_fate(lane, &row.view()) {
                     Fate::Lease(attempts) => {

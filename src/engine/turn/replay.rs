@@ -23,7 +23,7 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
         lane: lane_arg.bytes().to_vec(),
         key: claim.ring.name().bytes().to_vec(),
     };
-    let lane = claim.ring.list_get(0).ok_or_else(mismatch)?;
+    let lane = crate::ffi::Text::new(claim.ring.list_get(0).ok_or_else(mismatch)?);
     if lane.bytes() != lane_arg.bytes() {
         return Err(mismatch());
     }
@@ -61,5 +61,5 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
     // This server's own AOF (and nothing else: a replica's replicas get the
     // primary's stream as it is).
     q.call.repl.itself();
-    Ok(claim_reply(ClaimKind::Batch, lane, served))
+    Ok(claim_reply(ClaimKind::Batch, lane.into_rstr(), served))
 }
