@@ -129,20 +129,22 @@ pub fn word(w: Word) -> Arg<'static> {
 /// call).
 pub fn with_joined<T>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> T) -> T {
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    let mut stack = [0u8; 256];
-    let mut heap = Vec::new();
-    let buf: &mut [u8] = if len <= stack.len() {
-        &mut stack[..len]
-    } else {
-        heap.resize(len, 0);
-        &mut heap
-    };
+    if len > 256 {
+        return f(&parts.concat());
+    }
+    // Not zeroed first: every byte up to `len` is written below.
+    let mut stack = [std::mem::MaybeUninit::<u8>::uninit(); 256];
     let mut at = 0;
     for part in parts {
-        buf[at..at + part.len()].copy_from_slice(part);
+        // SAFETY: `part` fits (the parts sum to `len` ≤ 256), and a byte
+        // slice and its uninitialised counterpart have one layout.
+        unsafe {
+            std::ptr::copy_nonoverlapping(part.as_ptr(), stack.as_mut_ptr().add(at).cast::<u8>(), part.len());
+        }
         at += part.len();
     }
-    f(buf)
+    // SAFETY: the first `len` bytes were written just above.
+    f(unsafe { std::slice::from_raw_parts(stack.as_ptr().cast::<u8>(), len) })
 }
 
 /// # Safety

@@ -38,30 +38,39 @@ impl<'q> Queue<'q> {
         if members.is_empty() {
             return;
         }
-        let send = self.call.repl.sends();
-        let mut effect: Effect = smallvec::smallvec![key.name()];
         for &m in members {
             key.zset_add(score.value as f64, m, false);
-            if send {
+        }
+        key.notify_added(Class::Zset, c"zadd");
+        self.call.repl.effect_with(c"ZADD", || {
+            let mut effect: Effect = smallvec::smallvec![key.name()];
+            for &m in members {
                 effect.push(score.text);
                 effect.push(m);
             }
-        }
-        key.notify_added(Class::Zset, c"zadd");
-        self.call.repl.effect(c"ZADD", &effect);
+            effect
+        });
     }
 
     /// `ZREM key member…` (`event`: `zrem`, or `zpopmin` for a head taken).
     pub fn zrem(&self, key: Key, members: &[Arg], event: &CStr) {
-        let mut effect: Effect = smallvec::smallvec![key.name()];
+        let send = self.call.repl.sends();
+        let mut effect: Effect = SmallVec::new();
+        if send {
+            effect.push(key.name());
+        }
+        let mut removed = false;
         for &m in members {
             if key.zset_rem(m) {
-                effect.push(m);
+                removed = true;
+                if send {
+                    effect.push(m);
+                }
             }
         }
-        if effect.len() > 1 {
+        if removed {
             key.notify(Class::Zset, event);
-            self.call.repl.effect(c"ZREM", &effect);
+            self.call.repl.effect_with(c"ZREM", || effect);
         }
     }
 
@@ -74,14 +83,14 @@ impl<'q> Queue<'q> {
             key.hash_set_many(chunk);
         }
         key.notify_added(Class::Hash, event);
-        let mut effect: Effect = smallvec::smallvec![key.name()];
-        if self.call.repl.sends() {
+        self.call.repl.effect_with(c"HSET", || {
+            let mut effect: Effect = smallvec::smallvec![key.name()];
             for &(f, v) in pairs {
                 effect.push(f);
                 effect.push(v);
             }
-        }
-        self.call.repl.effect(c"HSET", &effect);
+            effect
+        });
     }
 
     /// `HDEL key field…` of the fields present.
@@ -132,14 +141,12 @@ impl<'q> Queue<'q> {
         if values.is_empty() {
             return;
         }
-        let mut effect: Effect = smallvec::smallvec![key.name()];
         for &v in values {
             if head {
                 key.list_push_head(v);
             } else {
                 key.list_push_tail(v);
             }
-            effect.push(v);
         }
         let (event, cmd) = if head {
             (c"lpush", c"LPUSH")
@@ -147,7 +154,11 @@ impl<'q> Queue<'q> {
             (c"rpush", c"RPUSH")
         };
         key.notify_added(Class::List, event);
-        self.call.repl.effect(cmd, &effect);
+        self.call.repl.effect_with(cmd, || {
+            let mut effect: Effect = smallvec::smallvec![key.name()];
+            effect.extend_from_slice(values);
+            effect
+        });
     }
 
     /// `LTRIM key 0 keep-1`, `end` being that `keep-1` as text. Fires

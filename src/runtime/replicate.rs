@@ -43,6 +43,14 @@ impl<'c> Replicator<'c> {
         }
     }
 
+    /// [`Replicator::effect`], its arguments built only when it is sent.
+    pub fn effect_with<'a, A: AsRef<[Arg<'a>]>>(&self, cmd: &CStr, args: impl FnOnce() -> A) {
+        self.wrote.set(true);
+        if self.sends() {
+            self.ctx.replicate(cmd, args().as_ref());
+        }
+    }
+
     /// Whether an effect made now is sent: a writer that builds its effect
     /// need not when not.
     pub fn sends(&self) -> bool {

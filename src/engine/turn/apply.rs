@@ -4,7 +4,7 @@
 
 use smallvec::SmallVec;
 
-use crate::ffi::{word, Arg, Class, Key, RStr, Reply, Text, Word};
+use crate::ffi::{word, Arg, Class, Key, Reply, Text, Word};
 use crate::model::credit;
 use crate::model::error::{quote, Error};
 use crate::model::schedule::{ring_change, Charge, Clamp, Lane, RingChange};
@@ -96,13 +96,15 @@ impl<'q> Claim<'q> {
                 q.call.count(&stats::CLAIMS, 1);
                 q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);
                 {
-                    let jobs: SmallVec<[figures::Served; 4]> = served
-                        .iter()
-                        .map(|s| figures::Served {
+                    // Pushed, not collected: a collect reserves first, which
+                    // costs more than a turn of one or a few jobs.
+                    let mut jobs: SmallVec<[figures::Served; 4]> = SmallVec::new();
+                    for s in &served {
+                        jobs.push(figures::Served {
                             job: s.job.bytes(),
                             first: s.attempts == 1,
-                        })
-                        .collect();
+                        });
+                    }
                     figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
                 }
                 crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
@@ -133,49 +135,75 @@ impl<'q> Claim<'q> {
             )
         });
         {
-            let mut taken: SmallVec<[Arg; 8]> = SmallVec::new();
-            for job in s
-                .leased
-                .iter()
-                .map(|l| &l.job)
-                .chain(s.strays.iter().map(|st| &st.job))
-            {
-                taken.push(job.as_arg());
-            }
-            q.zrem(s.pending, &taken, c"zpopmin");
+            // A turn of one with no strays (the common one) takes its one
+            // head: no list to build.
+            let (one, mut many): ([Arg; 1], SmallVec<[Arg; 8]>);
+            let taken: &[Arg] = match (&s.leased[..], s.strays.is_empty()) {
+                ([l], true) => {
+                    one = [l.job.as_arg()];
+                    &one
+                }
+                _ => {
+                    many = SmallVec::new();
+                    for job in s
+                        .leased
+                        .iter()
+                        .map(|l| &l.job)
+                        .chain(s.strays.iter().map(|st| &st.job))
+                    {
+                        many.push(job.as_arg());
+                    }
+                    &many
+                }
+            };
+            q.zrem(s.pending, taken, c"zpopmin");
         }
-        let mut tokens: SmallVec<[RStr; 4]> = SmallVec::new();
         for l in &s.leased {
             let token = q.ctx.string_from_i64(l.attempts);
-            {
-                let mut pairs: SmallVec<[(Arg, Arg); 4]> = smallvec::smallvec![
-                    (word(Word::Attempts), token.as_arg()),
-                    (word(Word::State), word(Word::Active)),
-                ];
-                // Under fairness by time, the row's stamp: its turn's claim
-                // time and its charge.
-                if let Some((claimed, charged)) = &stamp {
-                    pairs.push((word(Word::Claimed), claimed.as_arg()));
-                    pairs.push((word(Word::Charged), charged.as_arg()));
-                }
-                q.hset(l.row, &pairs, c"hincrby");
+            let set = [
+                (word(Word::Attempts), token.as_arg()),
+                (word(Word::State), word(Word::Active)),
+            ];
+            match &stamp {
+                None => q.hset(l.row, &set, c"hincrby"),
+                // Under fairness by time, the row's stamp too: its turn's
+                // claim time and its charge.
+                Some((claimed, charged)) => q.hset(
+                    l.row,
+                    &[
+                        set[0],
+                        set[1],
+                        (word(Word::Claimed), claimed.as_arg()),
+                        (word(Word::Charged), charged.as_arg()),
+                    ],
+                    c"hincrby",
+                ),
             }
             q.ctx.notify(Class::Hash, c"hset", l.row.name());
-            tokens.push(token);
         }
         if !s.leased.is_empty() {
             let text = q.ctx.string_from_i64(deadline);
-            let mut ids: SmallVec<[Arg; 8]> = SmallVec::new();
-            for l in &s.leased {
-                ids.push(l.job.as_arg());
-            }
+            let (one, mut many): ([Arg; 1], SmallVec<[Arg; 8]>);
+            let ids: &[Arg] = match &s.leased[..] {
+                [l] => {
+                    one = [l.job.as_arg()];
+                    &one
+                }
+                leased => {
+                    many = SmallVec::new();
+                    for l in leased {
+                        many.push(l.job.as_arg());
+                    }
+                    &many
+                }
+            };
             q.zadd(
                 self.leases,
                 Score {
                     value: deadline,
                     text: text.as_arg(),
                 },
-                &ids,
+                ids,
             );
             q.set_count(self.active, lane.as_arg(), s.new_active);
         }
@@ -191,14 +219,15 @@ impl<'q> Claim<'q> {
                 )
             });
         }
-        Ok(s.leased
-            .into_iter()
-            .map(|l| Served {
+        let mut served = crate::ffi::Jobs::new();
+        for l in s.leased {
+            served.push(Served {
                 job: l.job,
                 payload: l.payload,
                 attempts: l.attempts,
-            })
-            .collect())
+            });
+        }
+        Ok(served)
     }
 
     /// A head in debt passed over (fairness by time): it rotates to the tail
