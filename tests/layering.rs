@@ -236,14 +236,24 @@ fn every_api_function_called_unchecked_is_checked_at_load() {
     let mut used = BTreeSet::new();
     for file in &all {
         let text = std::fs::read_to_string(file).unwrap();
-        for part in text.split("api!(").skip(1) {
-            let name: String = part
+        // Every `api!`, whatever its spacing and delimiters (the macro's own
+        // definition is `macro_rules! api`): its argument must be an API
+        // function named in full.
+        for part in text.split("api!").skip(1) {
+            let Some(rest) = part.trim_start().strip_prefix(['(', '[', '{']) else {
+                panic!("{}: `api!` without its argument: {:.40}", file.display(), part);
+            };
+            let name: String = rest
+                .trim_start()
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            if name.starts_with("RedisModule_") {
-                used.insert(name);
-            }
+            assert!(
+                name.starts_with("RedisModule_"),
+                "{}: `api!` of {name:?}, not an API function named in full",
+                file.display()
+            );
+            used.insert(name);
         }
     }
     assert!(used.len() > 20, "the uses were read: {used:?}");

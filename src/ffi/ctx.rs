@@ -31,7 +31,8 @@ pub struct Ctx {
     /// replayed call, MULTI, a primary) holds for the whole callback.
     flags: Cell<Option<c_int>>,
     /// The server's cached command time (µs), read once: the server sets it
-    /// before the callback and it holds for the whole of it.
+    /// before the callback and it holds for the whole of it (servers
+    /// without it, Redis 7.0, read the wall clock each time).
     now_us: Cell<Option<i64>>,
     /// The selected database, read once (only `select_db` changes it).
     db: Cell<Option<i32>>,
@@ -64,19 +65,15 @@ impl Ctx {
         }
     }
 
-    /// Holds `set` until the context's keys are closed (its names may then
-    /// name keys opened by [`Ctx::key_by`]).
-    pub fn hold(&self, set: &Rc<NameSet>) {
+    /// Holds `set` until the context's keys are closed: the slots of keys
+    /// [`Ctx::key_by`] opened use its names.
+    pub(super) fn hold(&self, set: &Rc<NameSet>) {
         // Only the last is looked at: a timer's context goes through many
         // queues, each once (a set held twice costs a pointer).
         let mut held = self.held.borrow_mut();
         if !held.last().is_some_and(|h| Rc::ptr_eq(h, set)) {
             held.push(Rc::clone(set));
         }
-    }
-
-    pub(super) fn holds(&self, set: &Rc<NameSet>) -> bool {
-        self.held.borrow().iter().any(|h| Rc::ptr_eq(h, set))
     }
 
     // ---- strings ----

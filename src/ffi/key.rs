@@ -91,16 +91,15 @@ impl Ctx {
     }
 
     /// The key named `set`'s name `i` (a queue's fixed key): as
-    /// [`Ctx::key`]. `set` must be held by the context ([`Ctx::hold`]),
-    /// which keeps it until its keys are closed: the slot takes no
-    /// reference to the name of its own.
+    /// [`Ctx::key`]. The context holds `set` until its keys are closed, so
+    /// the slot takes no reference to the name of its own.
     pub fn key_by(&self, set: &Rc<NameSet>, i: usize) -> Result<Key<'_>, Error> {
         let name = set.get(i);
         let slot = match self.keys.find(name.bytes()) {
             Some(slot) => slot,
             None => {
                 self.guard.check(self.ptr, name.as_arg())?;
-                debug_assert!(self.holds(set), "a key named by a set the context does not hold");
+                self.hold(set);
                 let ptr = self.open_key(name.as_arg());
                 self.keys.keep(Slot::borrowed(name.ptr, name.bytes(), ptr))
             }
@@ -312,6 +311,8 @@ impl<'c> Key<'c> {
         let before = self.slot.written.get();
         self.wrote();
         let changed = write();
+        // A type read inside `write`, before it wrote, is not kept.
+        self.slot.kind.set(None);
         self.slot.written.set(before || changed);
         changed
     }

@@ -138,7 +138,9 @@ impl KeyCache {
         self.find(name).is_some()
     }
 
-    /// Keeps `slot`; where it now lives.
+    /// Keeps `slot`; where it now lives. Inline: a command's first keys
+    /// go to the inline slots.
+    #[inline]
     pub(super) fn keep(&self, slot: Slot) -> *const Slot {
         let at = self.len.get();
         self.len.set(at + 1);
@@ -147,6 +149,11 @@ impl KeyCache {
             // SAFETY: slot `at` is uninitialised and nothing points to it.
             return unsafe { (*self.inline[at].get()).write(slot) };
         }
+        self.keep_overflow(at, slot)
+    }
+
+    #[inline(never)]
+    fn keep_overflow(&self, at: usize, slot: Slot) -> *const Slot {
         let (chunk, i) = ((at - INLINE) / CHUNK, (at - INLINE) % CHUNK);
         let mut overflow = self.overflow.borrow_mut();
         if chunk == overflow.len() {

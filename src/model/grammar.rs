@@ -25,6 +25,18 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if digits.len() > 19 {
         return None;
     }
+    // Up to 18 digits cannot overflow (10^18 < 2^63): no checks per digit.
+    if digits.len() <= 18 {
+        let mut v: i64 = 0;
+        for &d in digits {
+            let d = d.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + i64::from(d);
+        }
+        return Some(if neg { -v } else { v });
+    }
     let mut v: u64 = 0;
     for &d in digits {
         if !d.is_ascii_digit() {

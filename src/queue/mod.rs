@@ -52,8 +52,6 @@ impl<'q> Queue<'q> {
 
     fn internal_known(call: &'q Call<'q>, prefix: Arg<'q>, prefix_bytes: &'q [u8]) -> Queue<'q> {
         let names = name_set(prefix_bytes, layout::SUFFIXES);
-        // The fixed keys' slots use the set's names: held until they close.
-        call.ctx.hold(&names);
         Queue {
             call,
             ctx: call.ctx,
