@@ -38,18 +38,25 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     // A paused queue serves nothing and writes nothing (EchoMQ's host checks
     // `P meta` before it calls the script).
     let (paused, fairness) = q.queue_state()?;
-    let claim = Claim::open(&q, req.kind, fairness)?;
+    // Borrowed where it was built: a claim is too large to move.
+    let opened = Claim::open(&q, req.kind, fairness);
+    let claim = match opened {
+        Ok(ref claim) => claim,
+        Err(e) => return Err(e),
+    };
     let deadline = call.ctx.now_ms().saturating_add(req.lease);
     let Some(timeout) = blocking else {
         if paused {
             call.count(&stats::CLAIMS_EMPTY, 1);
             return Ok(Some(Reply::empty()));
         }
-        let served = claim.turn(deadline)?;
-        return Ok(Some(served.unwrap_or_else(|| {
+        // Returned as it came (a reply is not moved out and back in).
+        let served = claim.turn(deadline);
+        if let Ok(None) = served {
             call.count(&stats::CLAIMS_EMPTY, 1);
-            Reply::empty()
-        })));
+            return Ok(Some(Reply::empty()));
+        }
+        return served;
     };
     if !paused {
         // Expired leases go back first, even when nothing else can be served
@@ -69,7 +76,7 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     // Nothing can be served: wait on the ring, woken when a lane joins it (and
     // by the timer when leases run out or jobs come due).
     stats::BLOCKED.add(1);
-    let watch = timer::watch(call.ctx, req.prefix_bytes, earliest(&q, &claim));
+    let watch = timer::watch(call.ctx, req.prefix_bytes, earliest(&q, claim));
     if let Some(at) = claim.held_until() {
         timer::wake_at(call.ctx, req.prefix_bytes, at);
     }

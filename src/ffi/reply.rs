@@ -24,7 +24,7 @@ pub enum Reply {
     /// lane]`: an array of them, or (`flat`) the one job's four alone. Sent
     /// as it stands, with no tree of replies built and dropped per job.
     Jobs {
-        lane: RStr,
+        lane: Text,
         jobs: Jobs,
         flat: bool,
     },
@@ -83,18 +83,26 @@ impl Ctx {
                     }
                 }
                 Reply::Jobs { lane, jobs, flat } => {
+                    // Strings as their bytes: the server's reply of a string
+                    // object costs about 190 instructions more than of the
+                    // same bytes (measured at the dispatcher, Valkey 9.1).
+                    let bytes = |b: &[u8]| {
+                        api!(RedisModule_ReplyWithStringBuffer)(ctx, b.as_ptr().cast::<c_char>(), b.len());
+                    };
                     if !*flat {
                         api!(RedisModule_ReplyWithArray)(ctx, jobs.len() as c_long);
                     }
                     for j in jobs {
                         api!(RedisModule_ReplyWithArray)(ctx, 4);
-                        api!(RedisModule_ReplyWithString)(ctx, j.job.as_arg().ptr);
+                        bytes(j.job.bytes());
                         match &j.payload {
-                            Some(p) => api!(RedisModule_ReplyWithString)(ctx, p.ptr),
-                            None => api!(RedisModule_ReplyWithNull)(ctx),
+                            Some(p) => bytes(p.bytes()),
+                            None => {
+                                api!(RedisModule_ReplyWithNull)(ctx);
+                            }
                         };
                         api!(RedisModule_ReplyWithLongLong)(ctx, j.attempts);
-                        api!(RedisModule_ReplyWithString)(ctx, lane.ptr);
+                        bytes(lane.bytes());
                     }
                 }
                 Reply::Map(fields) => {

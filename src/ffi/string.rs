@@ -71,10 +71,6 @@ impl Text {
     pub fn as_arg(&self) -> Arg<'_> {
         self.s.as_arg()
     }
-
-    pub fn into_rstr(self) -> RStr {
-        self.s
-    }
 }
 
 impl Clone for RStr {

@@ -42,14 +42,14 @@ impl<'q> Queue<'q> {
             key.zset_add(score.value as f64, m, false);
         }
         key.notify_added(Class::Zset, c"zadd");
-        self.call.repl.effect_with(c"ZADD", || {
+        if self.call.repl.sends_effect() {
             let mut effect: Effect = smallvec::smallvec![key.name()];
             for &m in members {
                 effect.push(score.text);
                 effect.push(m);
             }
-            effect
-        });
+            self.ctx.replicate(c"ZADD", &effect);
+        }
     }
 
     /// `ZREM key member…` (`event`: `zrem`, or `zpopmin` for a head taken).
@@ -70,7 +70,9 @@ impl<'q> Queue<'q> {
         }
         if removed {
             key.notify(Class::Zset, event);
-            self.call.repl.effect_with(c"ZREM", || effect);
+            if self.call.repl.sends_effect() {
+                self.ctx.replicate(c"ZREM", &effect);
+            }
         }
     }
 
@@ -83,14 +85,14 @@ impl<'q> Queue<'q> {
             key.hash_set_many(chunk);
         }
         key.notify_added(Class::Hash, event);
-        self.call.repl.effect_with(c"HSET", || {
+        if self.call.repl.sends_effect() {
             let mut effect: Effect = smallvec::smallvec![key.name()];
             for &(f, v) in pairs {
                 effect.push(f);
                 effect.push(v);
             }
-            effect
-        });
+            self.ctx.replicate(c"HSET", &effect);
+        }
     }
 
     /// `HDEL key field…` of the fields present.
@@ -154,11 +156,11 @@ impl<'q> Queue<'q> {
             (c"rpush", c"RPUSH")
         };
         key.notify_added(Class::List, event);
-        self.call.repl.effect_with(cmd, || {
+        if self.call.repl.sends_effect() {
             let mut effect: Effect = smallvec::smallvec![key.name()];
             effect.extend_from_slice(values);
-            effect
-        });
+            self.ctx.replicate(cmd, &effect);
+        }
     }
 
     /// `LTRIM key 0 keep-1`, `end` being that `keep-1` as text. Fires

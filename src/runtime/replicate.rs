@@ -43,12 +43,11 @@ impl<'c> Replicator<'c> {
         }
     }
 
-    /// [`Replicator::effect`], its arguments built only when it is sent.
-    pub fn effect_with<'a, A: AsRef<[Arg<'a>]>>(&self, cmd: &CStr, args: impl FnOnce() -> A) {
+    /// A write made now, recorded; whether its effect is sent (a writer
+    /// builds its effect's arguments, in place, only when it is).
+    pub fn sends_effect(&self) -> bool {
         self.wrote.set(true);
-        if self.sends() {
-            self.ctx.replicate(cmd, args().as_ref());
-        }
+        self.sends()
     }
 
     /// Whether an effect made now is sent: a writer that builds its effect

@@ -14,11 +14,23 @@ use crate::runtime::{config, stats};
 use crate::engine::{figures, rate};
 
 use super::plan::{Plan, Serving, StrayTo};
+
+/// `f` of the `len` job ids `jobs`: one (the common turn) passed without a
+/// list, up to eight on the stack.
+fn with_ids<'a>(len: usize, mut jobs: impl Iterator<Item = &'a Text>, f: impl FnOnce(&[Arg<'a>])) {
+    if len == 1 {
+        if let Some(one) = jobs.next() {
+            return f(&[one.as_arg()]);
+        }
+    }
+    let many: SmallVec<[Arg<'a>; 8]> = jobs.map(Text::as_arg).collect();
+    f(&many)
+}
 use super::{claim_reply, Claim, Served};
 
 impl<'q> Claim<'q> {
     /// Carries out a planned turn; the reply when it leased jobs.
-    pub fn apply(&self, lane: Text, plan: Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
+    pub fn apply(&self, lane: Text, plan: &mut Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
         let q = self.q;
         match plan {
             Plan::Drop => {
@@ -31,7 +43,7 @@ impl<'q> Claim<'q> {
                 Ok(None)
             }
             Plan::Pass { credit } => {
-                self.pass(lane, credit)?;
+                self.pass(lane, *credit)?;
                 Ok(None)
             }
             Plan::Skip(damage) => {
@@ -43,7 +55,7 @@ impl<'q> Claim<'q> {
             Plan::Throttle { until } => {
                 let next = q.next()?;
                 q.lpop(self.ring);
-                rate::wait_until(q, next, lane.as_arg(), until);
+                rate::wait_until(q, next, lane.as_arg(), *until);
                 q.call.count(&stats::LANES_THROTTLED, 1);
                 figures::turn(q, lane.bytes(), Clamp::Rate, &[], false);
                 Ok(None)
@@ -108,7 +120,7 @@ impl<'q> Claim<'q> {
                     figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
                 }
                 crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
-                Ok(Some(claim_reply(self.kind, lane.into_rstr(), served)))
+                Ok(Some(claim_reply(self.kind, lane, served)))
             }
         }
     }
@@ -117,7 +129,7 @@ impl<'q> Claim<'q> {
     pub(super) fn write(
         &self,
         lane: &Text,
-        s: Serving<'q>,
+        s: &mut Serving<'q>,
         deadline: i64,
     ) -> Result<crate::ffi::Jobs, Error> {
         let q = self.q;
@@ -134,30 +146,14 @@ impl<'q> Claim<'q> {
                 q.ctx.string_from_i64(c.cost),
             )
         });
-        {
-            // A turn of one with no strays (the common one) takes its one
-            // head: no list to build.
-            let (one, mut many): ([Arg; 1], SmallVec<[Arg; 8]>);
-            let taken: &[Arg] = match (&s.leased[..], s.strays.is_empty()) {
-                ([l], true) => {
-                    one = [l.job.as_arg()];
-                    &one
-                }
-                _ => {
-                    many = SmallVec::new();
-                    for job in s
-                        .leased
-                        .iter()
-                        .map(|l| &l.job)
-                        .chain(s.strays.iter().map(|st| &st.job))
-                    {
-                        many.push(job.as_arg());
-                    }
-                    &many
-                }
-            };
-            q.zrem(s.pending, taken, c"zpopmin");
-        }
+        let taken = s
+            .leased
+            .iter()
+            .map(|l| &l.job)
+            .chain(s.strays.iter().map(|st| &st.job));
+        with_ids(s.leased.len() + s.strays.len(), taken, |taken| {
+            q.zrem(s.pending, taken, c"zpopmin")
+        });
         for l in &s.leased {
             let token = q.ctx.string_from_i64(l.attempts);
             let set = [
@@ -183,31 +179,15 @@ impl<'q> Claim<'q> {
         }
         if !s.leased.is_empty() {
             let text = q.ctx.string_from_i64(deadline);
-            let (one, mut many): ([Arg; 1], SmallVec<[Arg; 8]>);
-            let ids: &[Arg] = match &s.leased[..] {
-                [l] => {
-                    one = [l.job.as_arg()];
-                    &one
-                }
-                leased => {
-                    many = SmallVec::new();
-                    for l in leased {
-                        many.push(l.job.as_arg());
-                    }
-                    &many
-                }
+            let score = Score {
+                value: deadline,
+                text: text.as_arg(),
             };
-            q.zadd(
-                self.leases,
-                Score {
-                    value: deadline,
-                    text: text.as_arg(),
-                },
-                ids,
-            );
+            let leased = s.leased.iter().map(|l| &l.job);
+            with_ids(s.leased.len(), leased, |ids| q.zadd(self.leases, score, ids));
             q.set_count(self.active, lane.as_arg(), s.new_active);
         }
-        self.rehome(&s)?;
+        self.rehome(s)?;
         if !s.strays.is_empty() {
             q.call.count(&stats::STRAYS, s.strays.len() as u64);
             q.report(|| {
@@ -220,7 +200,7 @@ impl<'q> Claim<'q> {
             });
         }
         let mut served = crate::ffi::Jobs::new();
-        for l in s.leased {
+        for l in s.leased.drain(..) {
             served.push(Served {
                 job: l.job,
                 payload: l.payload,

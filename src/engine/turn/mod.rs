@@ -17,7 +17,7 @@ mod replay;
 
 use std::cell::{Cell, RefCell};
 
-use crate::ffi::{word, Key, KeyName, Kind, RStr, Reply, Text, Word};
+use crate::ffi::{word, Key, KeyName, Kind, Reply, Text, Word};
 use crate::model::credit::Fairness;
 use crate::model::error::Error;
 use crate::model::layout::Fixed;
@@ -188,10 +188,14 @@ impl<'q> Claim<'q> {
                 return Ok(None);
             };
             let lane = Text::new(lane);
-            match self.plan(&lane)? {
-                plan::Plan::Pass { credit } => self.pass(lane, credit)?,
-                plan => {
-                    let served = self.apply(lane, plan, deadline)?;
+            // Planned in place and applied by reference: a plan is too
+            // large to move on every turn.
+            let mut plan = plan::Plan::Drop;
+            self.plan_into(&lane, &mut plan)?;
+            match &mut plan {
+                plan::Plan::Pass { credit } => self.pass(lane, *credit)?,
+                _ => {
+                    let served = self.apply(lane, &mut plan, deadline)?;
                     if served.is_some() || self.passes.get() == 0 {
                         return Ok(served);
                     }
@@ -295,7 +299,7 @@ pub use crate::ffi::Job as Served;
 
 /// The reply of a served turn: one job's four fields flat (CLAIM), or an
 /// array of them (WCLAIM, BCLAIM), each `[id, payload, attempts, lane]`.
-pub fn claim_reply(kind: ClaimKind, lane: RStr, served: crate::ffi::Jobs) -> Reply {
+pub fn claim_reply(kind: ClaimKind, lane: Text, served: crate::ffi::Jobs) -> Reply {
     let flat = kind == ClaimKind::One && served.len() == 1;
     Reply::Jobs {
         lane,

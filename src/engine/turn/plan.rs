@@ -133,9 +133,18 @@ impl<'q> Claim<'q> {
 
     /// Decides the turn of `lane` (read only).
     pub fn plan(&self, lane: &Text) -> Result<Plan<'q>, Error> {
+        let mut plan = Plan::Drop;
+        self.plan_into(lane, &mut plan)?;
+        Ok(plan)
+    }
+
+    /// [`Claim::plan`], into `out` (a turn's own plan: built where it is
+    /// used, as a plan is too large to return and move on every turn).
+    pub fn plan_into(&self, lane: &Text, out: &mut Plan<'q>) -> Result<(), Error> {
         let name = lane.bytes();
         if name.is_empty() {
-            return Ok(Plan::Drop);
+            *out = Plan::Drop;
+            return Ok(());
         }
         let lane_arg = lane.as_arg();
         let pending = self.q.pending(name)?;
@@ -167,21 +176,45 @@ impl<'q> Claim<'q> {
                     || self.passed.borrow().iter().any(|p| **p == *name),
             }),
         };
-        let (k, clamp, state, time) = match schedule::head_turn(&head, self.kind, config::max_claim()) {
-            Turn::Drop => return Ok(Plan::Drop),
-            Turn::Full => return Ok(Plan::Full),
-            Turn::Skip(damage) => return Ok(Plan::Skip(damage)),
-            Turn::Throttle { until } => return Ok(Plan::Throttle { until }),
-            Turn::Pass { credit } => return Ok(Plan::Pass { credit }),
-            Turn::Serve { k, clamp, lane, time } => (k, clamp, lane, time),
+        let serves = match schedule::head_turn(&head, self.kind, config::max_claim()) {
+            Turn::Serve { k, clamp, lane, time } => Ok((k, clamp, lane, time)),
+            Turn::Drop => Err(Plan::Drop),
+            Turn::Full => Err(Plan::Full),
+            Turn::Skip(damage) => Err(Plan::Skip(damage)),
+            Turn::Throttle { until } => Err(Plan::Throttle { until }),
+            Turn::Pass { credit } => Err(Plan::Pass { credit }),
         };
-        let Some((leased, strays)) = self.take_heads(name, pending, k, state.depth)? else {
-            return Ok(Plan::Skip(Damage::Attempts));
+        let (k, clamp, state, time) = match serves {
+            Ok(serves) => serves,
+            Err(plan) => {
+                *out = plan;
+                return Ok(());
+            }
         };
-        let consumed = (leased.len() + strays.len()) as u64;
-        let rate = match head.rate {
-            Ok(Some((rate, tat))) if !leased.is_empty() => {
-                let tat = rate.after(tat, head.now_us, leased.len() as i64);
+        *out = Plan::Serve(Serving {
+            pending,
+            k,
+            clamp,
+            leased: Heads::new(),
+            strays: Vec::new(),
+            new_active: state.active,
+            leaves: false,
+            rate: None,
+            time,
+            empties: false,
+        });
+        let Plan::Serve(s) = out else {
+            return Ok(());
+        };
+        if !self.take_heads(name, s, state.depth)? {
+            *out = Plan::Skip(Damage::Attempts);
+            return Ok(());
+        }
+        let leased = s.leased.len() as i64;
+        let consumed = s.leased.len() as u64 + s.strays.len() as u64;
+        s.rate = match head.rate {
+            Ok(Some((rate, tat))) if leased > 0 => {
+                let tat = rate.after(tat, head.now_us, leased);
                 let spent = rate.allowed(Some(tat), head.now_us) == 0;
                 Some(RateAfter {
                     tat,
@@ -190,37 +223,23 @@ impl<'q> Claim<'q> {
             }
             _ => None,
         };
-        let throttled = rate.is_some_and(|r| r.throttled_until.is_some());
-        Ok(Plan::Serve(Serving {
-            pending,
-            k,
-            clamp,
-            new_active: state.active + leased.len() as i64,
-            leaves: throttled || schedule::leaves_after(&state, consumed, leased.len() as i64),
-            time,
-            empties: consumed >= state.depth,
-            leased,
-            strays,
-            rate,
-        }))
+        let throttled = s.rate.is_some_and(|r| r.throttled_until.is_some());
+        s.new_active = state.active + leased;
+        s.leaves = throttled || schedule::leaves_after(&state, consumed, leased);
+        s.empties = consumed >= state.depth;
+        Ok(())
     }
 
-    /// The heads a turn takes from `lane`: up to `k` to lease, and the strays
-    /// met before the last of them (at most `STRAY_BUDGET` more heads looked
-    /// at). `None` when the first head to lease has attempts that cannot be
-    /// counted (the lane is damaged); heads after such a one wait.
-    pub(super) fn take_heads(
-        &self,
-        lane: &[u8],
-        pending: Key<'q>,
-        k: i64,
-        depth: u64,
-    ) -> Result<Option<(Heads<'q>, Vec<Stray<'q>>)>, Error> {
+    /// The heads a turn takes from `lane` into `s`: up to `s.k` to lease,
+    /// and the strays met before the last of them (at most `STRAY_BUDGET`
+    /// more heads looked at). False when the first head to lease has
+    /// attempts that cannot be counted (the lane is damaged); heads after
+    /// such a one wait.
+    pub(super) fn take_heads(&self, lane: &[u8], s: &mut Serving<'q>, depth: u64) -> Result<bool, Error> {
         let q = self.q;
-        let want = usize::try_from(k).unwrap_or(usize::MAX);
+        let (pending, leased, strays) = (s.pending, &mut s.leased, &mut s.strays);
+        let want = usize::try_from(s.k).unwrap_or(usize::MAX);
         let budget = want.saturating_add(STRAY_BUDGET);
-        let mut leased = Heads::new();
-        let mut strays = Vec::new();
         let mut looked = 0usize;
         let mut window = want;
         'read: loop {
@@ -240,7 +259,7 @@ impl<'q> Claim<'q> {
                             payload,
                         });
                     }
-                    Fate::Damaged if leased.is_empty() => return Ok(None),
+                    Fate::Damaged if leased.is_empty() => return Ok(false),
                     Fate::Damaged => break 'read,
                     Fate::Stray(home) => {
                         if let Some(to) = self.stray_to(home)? {
@@ -257,7 +276,7 @@ impl<'q> Claim<'q> {
             }
             window = window.saturating_mul(2).min(budget);
         }
-        Ok(Some((leased, strays)))
+        Ok(true)
     }
 
     /// Where a stray goes; `None` when its lane cannot take it (its pending

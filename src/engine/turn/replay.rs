@@ -35,31 +35,30 @@ pub fn replay_turn(q: &Queue, lane_arg: Arg, deadline: i64, k: i64, leaves: bool
     if (depth as i64) < k {
         return Err(mismatch());
     }
-    let (leased, strays) = claim
-        .take_heads(lane.bytes(), pending, k, depth)?
-        .ok_or_else(mismatch)?;
-    if leased.is_empty() {
-        return Err(mismatch());
-    }
-    let new_active = active.checked_add(leased.len() as i64).ok_or_else(mismatch)?;
-    let serving = Serving {
+    let mut serving = Serving {
         pending,
         k,
         // Not recorded: a replica counts nothing (SPEC section 8).
         clamp: crate::model::schedule::Clamp::Depth,
-        new_active,
+        new_active: active,
         leaves,
-        leased,
-        strays,
+        leased: Default::default(),
+        strays: Vec::new(),
         // The primary replicates the rate's and the credit's writes as their
         // effects.
         rate: None,
         time: None,
         empties: false,
     };
-    let served = q.call.repl.muted(|| claim.write(&lane, serving, deadline))?;
+    if !claim.take_heads(lane.bytes(), &mut serving, depth)? || serving.leased.is_empty() {
+        return Err(mismatch());
+    }
+    serving.new_active = active
+        .checked_add(serving.leased.len() as i64)
+        .ok_or_else(mismatch)?;
+    let served = q.call.repl.muted(|| claim.write(&lane, &mut serving, deadline))?;
     // This server's own AOF (and nothing else: a replica's replicas get the
     // primary's stream as it is).
     q.call.repl.itself();
-    Ok(claim_reply(ClaimKind::Batch, lane.into_rstr(), served))
+    Ok(claim_reply(ClaimKind::Batch, lane, served))
 }
