@@ -13,6 +13,7 @@
 # job) and the dumps in the directory it names last; with PROFILE_OF="<what>"
 # (e.g. "native WCLAIM") also the inclusive profile of that thing's first
 # block in the first scenario.
+# PROFILE_TIME=1 runs the scenarios without callgrind instead (see below).
 # Instructions are all but deterministic (the server's hash seeds move them a
 # few tenths of a percent): compare two builds by their figures per call.
 set -euo pipefail
@@ -31,6 +32,18 @@ command -v cc >/dev/null || { echo "profile: no C compiler (cc) for the C floor 
 version="$(grep -A1 '^name = "redis-module"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
 include="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"redis-module-$version"/src/include | head -1)"
 cc -O2 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-parameter -I"$include" -o "$out/floor.so" benches/floor/floor.c
+# PROFILE_TIME=1: the same scenarios on a server without callgrind (the C
+# floor loaded): server time per job of the native, the C floor and the
+# twin, one run (how close a target in µs can come to the floor).
+if [ "${PROFILE_TIME:-0}" = 1 ]; then
+  printf '#!/bin/sh\nexec "%s" "$@" --loadmodule %s/floor.so\n' "$real" "$out" >"$out/server"
+  chmod +x "$out/server"
+  EMQ_SERVER="$out/server" EMQ_BENCH_C_FLOOR=1 EMQ_BENCH_ONLY="$only" \
+    cargo bench --locked --bench report >"$out/bench.txt"
+  grep -F 'per job (INFO commandstats)' "$out/bench.txt"
+  echo "profile: $out"
+  exit 0
+fi
 printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --compress-strings=no --callgrind-out-file=%s/cg.%%p "%s" "$@" --loadmodule %s/floor.so\n' \
   "$out" "$real" "$out" >"$out/server"
 chmod +x "$out/server"

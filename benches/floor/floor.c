@@ -9,7 +9,7 @@
  * never loaded beside a real queue.
  *
  *   FLOOR.REPLICATE effects|command   as emq.replicate
- *   FLOOR.WCLAIM P lease              K = min(weight, depth)
+ *   FLOOR.WCLAIM P lease              K = min(weight, depth, headroom)
  *   FLOOR.BCLAIM P lease              K = depth
  *   FLOOR.ENQUEUE P lane id payload [id payload ...]
  *   FLOOR.COMPLETE P id token
@@ -31,24 +31,40 @@ static RedisModuleString *w_state, *w_group, *w_attempts, *w_payload, *w_active,
     *w_one, *w_63, *w_left, *w_right, *w_charged;
 
 /* Key names kept between calls, as the module keeps them (a claim opens
- * the same keys every time): `prefix a [b [c]]`, borrowed from the table. */
-#define NAMES 4096
+ * the same keys every time): `prefix a [b [c]]`, borrowed from the table.
+ * Past MAX_NAMES kept, all are dropped and the table starts again, as the
+ * module's are (a claim over 20,000 lanes makes a name per lane). */
+#define NAMES 8192
+#define MAX_NAMES 4096
 static struct {
     char *bytes;
     size_t len;
     RedisModuleString *s;
 } names[NAMES];
+static size_t names_kept;
+
+static void names_drop(void) {
+    for (size_t i = 0; i < NAMES; i++)
+        if (names[i].s) {
+            RedisModule_FreeString(NULL, names[i].s);
+            RedisModule_Free(names[i].bytes);
+            names[i].s = NULL;
+        }
+    names_kept = 0;
+}
+
+static void join(char *buf, size_t *n, const char *part, size_t len) {
+    if (part) memcpy(buf + *n, part, len), *n += len;
+}
 
 static RedisModuleString *name(const char *p, size_t plen, const char *a, size_t alen, const char *b, size_t blen,
                                const char *c, size_t clen) {
     char buf[512];
     size_t n = 0;
-    memcpy(buf, p, plen), n += plen;
-    memcpy(buf + n, a, alen), n += alen;
-    if (b) memcpy(buf + n, b, blen), n += blen;
-    if (c) memcpy(buf + n, c, clen), n += clen;
+    join(buf, &n, p, plen), join(buf, &n, a, alen), join(buf, &n, b, blen), join(buf, &n, c, clen);
     unsigned long h = 5381;
     for (size_t i = 0; i < n; i++) h = h * 33 + (unsigned char)buf[i];
+    if (names_kept >= MAX_NAMES) names_drop();
     for (size_t i = 0; i < NAMES; i++) {
         size_t at = (h + i) % NAMES;
         if (names[at].s && names[at].len == n && !memcmp(names[at].bytes, buf, n)) return names[at].s;
@@ -57,10 +73,11 @@ static RedisModuleString *name(const char *p, size_t plen, const char *a, size_t
             memcpy(names[at].bytes, buf, n);
             names[at].len = n;
             names[at].s = RedisModule_CreateString(NULL, buf, n);
+            names_kept++;
             return names[at].s;
         }
     }
-    return NULL; /* the bench keeps far fewer names */
+    return NULL; /* never: the table is at most half full */
 }
 
 /* A queue's own key names, kept per prefix (the module keeps one set per
@@ -79,8 +96,15 @@ static RedisModuleString **queue(const char *p, size_t plen) {
     for (size_t i = 0; i < queues_made && i < 16; i++)
         if (queues[i].plen == plen && !memcmp(queues[i].p, p, plen)) return queues[i].n;
     size_t at = queues_made++ % 16;
-    /* The names stay in (and belong to) the name table. */
-    for (int f = 0; f < FIXED; f++) queues[at].n[f] = name(p, plen, fixed[f], strlen(fixed[f]), NULL, 0, NULL, 0);
+    /* Made apart from the name table (which may drop its names), as the
+     * module keeps a prefix's fixed names in a set of their own. */
+    for (int f = 0; f < FIXED; f++) {
+        char buf[512];
+        size_t n = 0;
+        join(buf, &n, p, plen), join(buf, &n, fixed[f], strlen(fixed[f]));
+        if (queues_made > 16) RedisModule_FreeString(NULL, queues[at].n[f]);
+        queues[at].n[f] = RedisModule_CreateString(NULL, buf, n);
+    }
     memcpy(queues[at].p, p, plen), queues[at].plen = plen;
     return queues[at].n;
 }
@@ -191,7 +215,7 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     int exists[5];
     for (int i = 0; i < 5; i++) exists[i] = (i != 1 || !batch) && RedisModule_KeyExists(ctx, q[optional[i]]);
     RedisModuleString *weight_n = exists[1] ? q[GWEIGHT] : NULL;
-    if (exists[0] || exists[2] || exists[3] || exists[4]) return refuse(ctx, "ERR the floor serves no limit, rate or pause");
+    if (exists[2] || exists[3] || exists[4]) return refuse(ctx, "ERR the floor serves no rate or pause");
     /* Expired leases first: the earliest lease is not due. */
     if (RedisModule_ZsetFirstInScoreRange(active, REDISMODULE_NEGATIVE_INFINITE, (double)now, 0, 0) ==
         REDISMODULE_OK) {
@@ -214,15 +238,30 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
         if (weight < 1) weight = 1;
         RedisModule_CloseKey(weights);
     }
+    /* The lane's ceiling, when the queue has some: its headroom bounds K,
+     * and a lane that reaches it leaves the ring. */
+    long long limit = 0;
+    if (exists[0]) {
+        RedisModuleKey *limits = open_typed(ctx, q[GLIMIT], REDISMODULE_KEYTYPE_HASH);
+        if (!limits) return refuse(ctx, "WRONGTYPE");
+        limit = hash_int(limits, lane);
+        RedisModule_CloseKey(limits);
+    }
     long long count = hash_int(counts, lane);
     long long depth = (long long)RedisModule_ValueLength(pending);
     long long k = batch ? depth : (weight < depth ? weight : depth);
+    if (limit > 0) {
+        if (count >= limit) return refuse(ctx, "ERR the floor meets no lane at its ceiling");
+        if (k > limit - count) k = limit - count;
+    }
     if (k > MAX_K) k = MAX_K;
     /* The heads, each row checked: pending and the lane's own. */
     RedisModuleString *ids[MAX_K], *payloads[MAX_K];
     RedisModuleKey *rows[MAX_K];
     RedisModuleString *row_names[MAX_K];
     long long attempts[MAX_K];
+    const char *id_bytes[MAX_K];
+    size_t id_lens[MAX_K];
     int n = 0;
     RedisModule_ZsetFirstInScoreRange(pending, REDISMODULE_NEGATIVE_INFINITE, REDISMODULE_POSITIVE_INFINITE, 0, 0);
     while (n < k && !RedisModule_ZsetRangeEndReached(pending)) {
@@ -233,6 +272,7 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     for (int i = 0; i < n; i++) {
         size_t ilen;
         const char *id = RedisModule_StringPtrLen(ids[i], &ilen);
+        id_bytes[i] = id, id_lens[i] = ilen;
         row_names[i] = row_name(ctx, p, plen, id, ilen);
         rows[i] = open_typed(ctx, row_names[i], REDISMODULE_KEYTYPE_HASH);
         if (!rows[i]) return refuse(ctx, "WRONGTYPE");
@@ -252,7 +292,7 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
         payloads[i] = NULL;
         RedisModule_HashGet(rows[i], REDISMODULE_HASH_NONE, w_payload, &payloads[i], NULL);
     }
-    int leaves = n == depth;
+    int leaves = n == depth || (limit > 0 && count + n >= limit);
     long long deadline = now + lease;
     /* The writes in the module's order, each with its notifications (and
      * `del` when it emptied the key), its effect and its key signalled. */
@@ -304,13 +344,17 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
         RedisModule_Replicate(ctx, "EMQ.TURN", "sslll", argv[1], lane, deadline, (long long)n, (long long)leaves);
     else
         replicate(ctx, "HSET", (RedisModuleString *[]){count_n, lane, count_s}, 3);
-    /* The reply: [[id, payload, attempts, lane], ...]. */
+    /* The reply: [[id, payload, attempts, lane], ...], each string as its
+     * bytes (cheaper for the server than a string object, as the module
+     * sends them). */
     RedisModule_ReplyWithArray(ctx, n);
     for (int i = 0; i < n; i++) {
         RedisModule_ReplyWithArray(ctx, 4);
-        RedisModule_ReplyWithString(ctx, ids[i]);
-        if (payloads[i])
-            RedisModule_ReplyWithString(ctx, payloads[i]);
+        RedisModule_ReplyWithStringBuffer(ctx, id_bytes[i], id_lens[i]);
+        size_t plen2;
+        const char *payload = payloads[i] ? RedisModule_StringPtrLen(payloads[i], &plen2) : NULL;
+        if (payload)
+            RedisModule_ReplyWithStringBuffer(ctx, payload, plen2);
         else
             RedisModule_ReplyWithNull(ctx);
         RedisModule_ReplyWithLongLong(ctx, attempts[i] + 1);

@@ -227,11 +227,11 @@ pub fn native_only() -> bool {
 }
 
 /// The C floor module is loaded (`make profile`), and `name` is a scenario
-/// it does the work of (a sound queue with neither ceilings nor rates,
-/// count-fair).
+/// it does the work of (a sound queue without rates, count-fair).
 pub fn c_floor(name: &str) -> bool {
-    const FLOORED: [&str; 4] = [
+    const FLOORED: [&str; 5] = [
         "WCLAIM K=1, 100 lanes",
+        "WCLAIM, 20,000 lanes at ceiling 1 draining to none",
         "WCLAIM K=8, 100 lanes",
         "BCLAIM of 32, 1,600 lanes",
         "batched cycle ENQUEUE×8→WCLAIM K=8→COMPLETE×8, 100 lanes",
