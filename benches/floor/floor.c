@@ -239,7 +239,11 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
         RedisModule_CloseKey(weights);
     }
     /* The lane's ceiling, when the queue has some: its headroom bounds K,
-     * and a lane that reaches it leaves the ring. */
+     * and a lane that reaches it leaves the ring. Only a lane below a
+     * positive ceiling (or with none) is served: a lane at its ceiling is
+     * refused (the module drops it), a ceiling of 0 or less or not an
+     * integer read as none (the module drops or skips the lane); the bench
+     * rings neither. */
     long long limit = 0;
     if (exists[0]) {
         RedisModuleKey *limits = open_typed(ctx, q[GLIMIT], REDISMODULE_KEYTYPE_HASH);
@@ -351,7 +355,7 @@ static int claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int ba
     for (int i = 0; i < n; i++) {
         RedisModule_ReplyWithArray(ctx, 4);
         RedisModule_ReplyWithStringBuffer(ctx, id_bytes[i], id_lens[i]);
-        size_t plen2;
+        size_t plen2 = 0;
         const char *payload = payloads[i] ? RedisModule_StringPtrLen(payloads[i], &plen2) : NULL;
         if (payload)
             RedisModule_ReplyWithStringBuffer(ctx, payload, plen2);

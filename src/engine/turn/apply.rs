@@ -15,17 +15,6 @@ use crate::engine::{figures, rate};
 
 use super::plan::{Plan, Serving, StrayTo};
 
-/// `f` of the `len` job ids `jobs`: one (the common turn) passed without a
-/// list, up to eight on the stack.
-fn with_ids<'a>(len: usize, mut jobs: impl Iterator<Item = &'a Text>, f: impl FnOnce(&[Arg<'a>])) {
-    if len == 1 {
-        if let Some(one) = jobs.next() {
-            return f(&[one.as_arg()]);
-        }
-    }
-    let many: SmallVec<[Arg<'a>; 8]> = jobs.map(Text::as_arg).collect();
-    f(&many)
-}
 use super::{claim_reply, Claim, Served};
 
 impl<'q> Claim<'q> {
@@ -309,4 +298,16 @@ impl<'q> Claim<'q> {
         }
         Ok(())
     }
+}
+
+/// `f` of the `len` job ids `jobs`: one (the common turn) passed without a
+/// list, up to eight on the stack.
+fn with_ids<'a>(len: usize, mut jobs: impl Iterator<Item = &'a Text>, f: impl FnOnce(&[Arg<'a>])) {
+    if len == 1 {
+        if let Some(one) = jobs.next() {
+            return f(&[one.as_arg()]);
+        }
+    }
+    let many: SmallVec<[Arg<'a>; 8]> = jobs.map(Text::as_arg).collect();
+    f(&many)
 }

@@ -192,7 +192,7 @@ impl<'q> Claim<'q> {
             // large to move on every turn.
             let mut plan = plan::Plan::Drop;
             self.plan_into(&lane, &mut plan)?;
-            match &mut plan {
+            match &plan {
                 plan::Plan::Pass { credit } => self.pass(lane, *credit)?,
                 _ => {
                     let served = self.apply(lane, &mut plan, deadline)?;

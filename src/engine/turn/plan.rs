@@ -78,8 +78,8 @@ pub struct RateAfter {
     pub throttled_until: Option<i64>,
 }
 
-/// The heads a turn leases: two on the stack (a plan is moved from the
-/// planning to the writes, and a K=1 turn is the common one).
+/// The heads a turn leases: two on the stack (a K=1 turn, the common one,
+/// allocates nothing).
 pub type Heads<'q> = SmallVec<[Leased<'q>; 2]>;
 
 pub struct Leased<'q> {
@@ -140,6 +140,7 @@ impl<'q> Claim<'q> {
 
     /// [`Claim::plan`], into `out` (a turn's own plan: built where it is
     /// used, as a plan is too large to return and move on every turn).
+    /// On an error `out` may be half built: it is not to be applied.
     pub fn plan_into(&self, lane: &Text, out: &mut Plan<'q>) -> Result<(), Error> {
         let name = lane.bytes();
         if name.is_empty() {
