@@ -127,15 +127,18 @@ impl Bench {
                 floor.jobs, native.jobs,
                 "{name}: the C floor serves what the native does"
             );
-            // Server time too (meaningful when the server runs without
-            // callgrind): how close a target in µs can come to the floor.
-            println!(
-                "{name}: µs per job (INFO commandstats): native {:.2}, C floor {:.2}, {} {:.2}",
-                native.per_job(),
-                floor.per_job(),
-                other.what(verb),
-                lua.per_job()
-            );
+            // Server time too, when the server runs without callgrind
+            // (`PROFILE_TIME=1`): how close a target in µs can come to the
+            // floor.
+            if !self.probe.active() {
+                println!(
+                    "{name}: µs per job (INFO commandstats): native {:.2}, C floor {:.2}, {} {:.2}",
+                    native.per_job(),
+                    floor.per_job(),
+                    other.what(verb),
+                    lua.per_job()
+                );
+            }
         }
         let memory = Some((
             memory(&mut self.c, &format!("{n}*")),

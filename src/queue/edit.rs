@@ -70,9 +70,8 @@ impl<'q> Queue<'q> {
         }
         if removed {
             key.notify(Class::Zset, event);
-            if self.call.repl.sends_effect() {
-                self.ctx.replicate(c"ZREM", &effect);
-            }
+            // Built above only when it is sent.
+            self.call.repl.effect(c"ZREM", &effect);
         }
     }
 

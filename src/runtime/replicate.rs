@@ -37,8 +37,7 @@ impl<'c> Replicator<'c> {
     /// One effect, `cmd args…` (sent unless the command replicates as
     /// itself). Several in one command reach replicas in one MULTI/EXEC.
     pub fn effect(&self, cmd: &CStr, args: &[Arg]) {
-        self.wrote.set(true);
-        if self.sends() {
+        if self.sends_effect() {
             self.ctx.replicate(cmd, args);
         }
     }
