@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use support::fixtures::{fill, now_ms, row, served, zscore};
 use support::replication::{digest, in_sync, replicate_into};
+use support::server::slow;
 use support::{emq_stat, wait_for, Server, Value};
 
 const P: &str = "tm{q}:";
@@ -99,7 +100,10 @@ fn a_replica_never_runs_the_timer() {
     fill(&mut c, P, "a", 1);
     c.ok(&["EMQ.CLAIM", P, "200"]);
     in_sync(&mut c, &mut r);
-    let waiter = replica.call_in_thread(&["EMQ.CLAIM", P, "1000", "BLOCK", "600"]);
+    // Long enough, times EMQ_SLOW, for the poll below to see the waiter
+    // still blocked on a server under valgrind; well past the 200 ms lease.
+    let block = (600 * slow()).to_string();
+    let waiter = replica.call_in_thread(&["EMQ.CLAIM", P, "1000", "BLOCK", &block]);
     wait_for("the replica's waiter", || {
         emq_stat(&mut r, "blocked_clients") == 1
     });
