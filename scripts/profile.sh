@@ -13,7 +13,10 @@
 # job) and the dumps in the directory it names last; with PROFILE_OF="<what>"
 # (e.g. "native WCLAIM") also the inclusive profile of that thing's first
 # block in the first scenario.
-# PROFILE_TIME=1 runs the scenarios without callgrind instead (see below).
+# PROFILE_TIME=1 runs the scenarios without callgrind instead (see below);
+# PROFILE_CACHE=1 adds callgrind's cache simulation and prints, per call at
+# the dispatcher, the cache misses beside the instructions
+# (scripts/profile-cache.py).
 # Instructions are all but deterministic (the server's hash seeds move them a
 # few tenths of a percent): compare two builds by their figures per call.
 set -euo pipefail
@@ -44,12 +47,21 @@ if [ "${PROFILE_TIME:-0}" = 1 ]; then
   echo "profile: $out"
   exit 0
 fi
-printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --compress-strings=no --callgrind-out-file=%s/cg.%%p "%s" "$@" --loadmodule %s/floor.so\n' \
-  "$out" "$real" "$out" >"$out/server"
+# The simulated caches are fixed (32 KiB L1s, 8 MiB last level), not the
+# host's, so that two machines count alike.
+cache=""
+if [ "${PROFILE_CACHE:-0}" = 1 ]; then
+  cache="--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64"
+fi
+printf '#!/bin/sh\nexec valgrind --tool=callgrind %s --instr-atstart=no --compress-strings=no --callgrind-out-file=%s/cg.%%p "%s" "$@" --loadmodule %s/floor.so\n' \
+  "$cache" "$out" "$real" "$out" >"$out/server"
 chmod +x "$out/server"
 EMQ_SERVER="$out/server" EMQ_SLOW=30 EMQ_PROFILE_DIR="$out" EMQ_BENCH_C_FLOOR=1 EMQ_BENCH_ONLY="$only" \
   cargo bench --locked --bench report >"$out/bench.txt"
 sed -n '/^instructions at the command/,$p' "$out/bench.txt"
+if [ -n "$cache" ]; then
+  python3 scripts/profile-cache.py "$out"
+fi
 if [ -n "${PROFILE_OF:-}" ]; then
   block="$(grep -F -m1 "	$PROFILE_OF	" "$out/blocks.tsv" | cut -f1)"
   callgrind_annotate --inclusive=yes --threshold=99 "$block" 2>/dev/null |
