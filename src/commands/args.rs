@@ -31,7 +31,10 @@ impl<'a> Args<'a> {
     }
 
     pub fn arg(&mut self) -> Result<Arg<'a>, Error> {
-        let arg = self.argv.get(self.at).ok_or(Error::WrongArity)?;
+        // Not `ok_or`: an error made and dropped on every argument.
+        let Some(arg) = self.argv.get(self.at) else {
+            return Err(Error::WrongArity);
+        };
         self.at += 1;
         Ok(arg)
     }

@@ -58,6 +58,21 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
         }
         return served;
     };
+    block(call, req, ready, (&q, claim), paused, deadline, timeout)
+}
+
+/// A claim that may block: it serves the first lane that would serve, or
+/// waits. Out of line: a claim that does not block runs none of it.
+#[inline(never)]
+fn block(
+    call: &Call,
+    req: &Request,
+    ready: Ready,
+    (q, claim): (&Queue, &Claim),
+    paused: bool,
+    deadline: i64,
+    timeout: i64,
+) -> Result<Option<Reply>, Error> {
     if !paused {
         // Expired leases go back first, even when nothing else can be served
         // (the call's own context may write and then wait; a wake-up may not).
@@ -76,7 +91,7 @@ pub fn claim(call: &Call, req: &Request, ready: Ready) -> Result<Option<Reply>, 
     // Nothing can be served: wait on the ring, woken when a lane joins it (and
     // by the timer when leases run out or jobs come due).
     stats::BLOCKED.add(1);
-    let watch = timer::watch(call.ctx, req.prefix_bytes, earliest(&q, claim));
+    let watch = timer::watch(call.ctx, req.prefix_bytes, earliest(q, claim));
     if let Some(at) = claim.held_until() {
         timer::wake_at(call.ctx, req.prefix_bytes, at);
     }

@@ -37,24 +37,7 @@ pub(super) fn name<'a>(bytes: &[u8]) -> (RStr, &'a [u8]) {
         let mut names = names.borrow_mut();
         let (ptr, at, len) = match names.get(bytes) {
             Some(&kept) => kept,
-            None => {
-                if names.len() >= MAX_NAMES {
-                    release(&mut names);
-                }
-                // SAFETY: a NULL context makes a string owned by no context; the bytes are read for their length.
-                let ptr = unsafe {
-                    api!(RedisModule_CreateString)(
-                        ptr::null_mut(),
-                        bytes.as_ptr().cast::<c_char>(),
-                        bytes.len(),
-                    )
-                };
-                let mut len = 0usize;
-                // SAFETY: a string just made; its bytes never change.
-                let at = unsafe { api!(RedisModule_StringPtrLen)(ptr, &mut len) }.cast::<u8>();
-                names.insert(bytes.into(), (ptr, at, len));
-                (ptr, at, len)
-            }
+            None => make(&mut names, bytes),
         };
         // Under no auto memory (this module never enables it) with no
         // context: a plain reference count.
@@ -63,6 +46,25 @@ pub(super) fn name<'a>(bytes: &[u8]) -> (RStr, &'a [u8]) {
         // SAFETY: the string's own bytes, alive while the caller's reference is.
         (RStr { ptr }, unsafe { std::slice::from_raw_parts(at, len) })
     })
+}
+
+/// Makes and keeps the name `bytes`. Out of line: most asks find their
+/// name kept, and the code of a miss would only spread the hit's.
+#[cold]
+#[inline(never)]
+fn make(names: &mut Names, bytes: &[u8]) -> (*mut raw::RedisModuleString, *const u8, usize) {
+    if names.len() >= MAX_NAMES {
+        release(names);
+    }
+    // SAFETY: a NULL context makes a string owned by no context; the bytes are read for their length.
+    let ptr = unsafe {
+        api!(RedisModule_CreateString)(ptr::null_mut(), bytes.as_ptr().cast::<c_char>(), bytes.len())
+    };
+    let mut len = 0usize;
+    // SAFETY: a string just made; its bytes never change.
+    let at = unsafe { api!(RedisModule_StringPtrLen)(ptr, &mut len) }.cast::<u8>();
+    names.insert(bytes.into(), (ptr, at, len));
+    (ptr, at, len)
 }
 
 fn release(names: &mut Names) {
@@ -173,14 +175,21 @@ thread_local! {
 pub fn name_set(prefix: &[u8], suffixes: &'static [&'static [u8]]) -> Rc<NameSet> {
     SETS.with(|sets| {
         let mut sets = sets.borrow_mut();
-        if let Some(set) = sets.get(prefix) {
-            return Rc::clone(set);
+        match sets.get(prefix) {
+            Some(set) => Rc::clone(set),
+            None => make_set(&mut sets, prefix, suffixes),
         }
-        if sets.len() >= MAX_SETS {
-            sets.clear();
-        }
-        let set = Rc::new(NameSet::new(prefix, suffixes));
-        sets.insert(prefix.into(), Rc::clone(&set));
-        set
     })
+}
+
+/// Makes and keeps `prefix`'s name set; out of line, as [`make`].
+#[cold]
+#[inline(never)]
+fn make_set(sets: &mut Sets, prefix: &[u8], suffixes: &'static [&'static [u8]]) -> Rc<NameSet> {
+    if sets.len() >= MAX_SETS {
+        sets.clear();
+    }
+    let set = Rc::new(NameSet::new(prefix, suffixes));
+    sets.insert(prefix.into(), Rc::clone(&set));
+    set
 }

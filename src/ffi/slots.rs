@@ -186,6 +186,10 @@ impl KeyCache {
             let slot = unsafe { cell.get_mut().assume_init_read() };
             slot.close(ctx);
         }
+        if len <= INLINE {
+            // No overflow slot was kept, none named.
+            return;
+        }
         self.by_name.get_mut().clear();
         let mut left = len - inline;
         for chunk in std::mem::take(self.overflow.get_mut()).iter_mut() {

@@ -21,6 +21,76 @@ impl<'q> Claim<'q> {
     /// Carries out a planned turn; the reply when it leased jobs.
     pub fn apply(&self, lane: Text, plan: &mut Plan<'q>, deadline: i64) -> Result<Option<Reply>, Error> {
         let q = self.q;
+        let Plan::Serve(s) = plan else {
+            return self.apply_unserved(lane, plan);
+        };
+        let (k, leaves, clamp) = (s.k, s.leaves, s.clamp);
+        let (time, empties) = (s.time, s.empties);
+        // Opened (and type-checked) before the first write.
+        let credits = match time {
+            Some(_) => Some(q.credits()?),
+            None => None,
+        };
+        // Opened (and permission-checked) before the first write.
+        let rate = match s.rate {
+            Some(after) => {
+                let next = match after.throttled_until {
+                    Some(_) => Some(q.next()?),
+                    None => None,
+                };
+                Some((after, q.tats()?, next))
+            }
+            None => None,
+        };
+        let as_command = config::replicate_command() && !s.leased.is_empty();
+        let served = if as_command {
+            q.call.repl.muted(|| self.write(&lane, s, deadline))?
+        } else {
+            self.write(&lane, s, deadline)?
+        };
+        if served.is_empty() {
+            return Ok(None);
+        }
+        if as_command {
+            q.call.repl.turn(q.prefix, lane.as_arg(), deadline, k, leaves);
+        }
+        if let (Some(charge), Some(credits)) = (time, credits) {
+            self.charge(&lane, &served, charge, empties, credits, as_command);
+        }
+        // After the turn: a replayed EMQ.TURN knows no rates, so
+        // these replicate as their effects in either mode.
+        if let Some((after, tats, next)) = rate {
+            let tat = q.ctx.string_from_i64(after.tat);
+            q.hset(tats, &[(lane.as_arg(), tat.as_arg())], c"hset");
+            // Left throttled: it left the ring with its turn.
+            if let (Some(until), Some(next)) = (after.throttled_until, next) {
+                rate::wait_until(q, next, lane.as_arg(), until);
+                q.call.count(&stats::LANES_THROTTLED, 1);
+            }
+        }
+        q.call.count(&stats::CLAIMS, 1);
+        q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);
+        {
+            // Pushed, not collected: a collect reserves first, which
+            // costs more than a turn of one or a few jobs.
+            let mut jobs: SmallVec<[figures::Served; 4]> = SmallVec::new();
+            for s in &served {
+                jobs.push(figures::Served {
+                    job: s.job.bytes(),
+                    first: s.attempts == 1,
+                });
+            }
+            figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
+        }
+        crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
+        Ok(Some(claim_reply(self.kind, lane, served)))
+    }
+
+    /// A turn that serves no job: the lane dropped, passed over, skipped
+    /// or throttled. Out of line, as [`Claim::rehome`].
+    #[inline(never)]
+    fn apply_unserved(&self, lane: Text, plan: &Plan<'q>) -> Result<Option<Reply>, Error> {
+        let q = self.q;
         match plan {
             Plan::Drop => {
                 q.lpop(self.ring);
@@ -49,68 +119,8 @@ impl<'q> Claim<'q> {
                 figures::turn(q, lane.bytes(), Clamp::Rate, &[], false);
                 Ok(None)
             }
-            Plan::Serve(s) => {
-                let (k, leaves, clamp) = (s.k, s.leaves, s.clamp);
-                let (time, empties) = (s.time, s.empties);
-                // Opened (and type-checked) before the first write.
-                let credits = match time {
-                    Some(_) => Some(q.credits()?),
-                    None => None,
-                };
-                // Opened (and permission-checked) before the first write.
-                let rate = match s.rate {
-                    Some(after) => {
-                        let next = match after.throttled_until {
-                            Some(_) => Some(q.next()?),
-                            None => None,
-                        };
-                        Some((after, q.tats()?, next))
-                    }
-                    None => None,
-                };
-                let as_command = config::replicate_command() && !s.leased.is_empty();
-                let served = if as_command {
-                    q.call.repl.muted(|| self.write(&lane, s, deadline))?
-                } else {
-                    self.write(&lane, s, deadline)?
-                };
-                if served.is_empty() {
-                    return Ok(None);
-                }
-                if as_command {
-                    q.call.repl.turn(q.prefix, lane.as_arg(), deadline, k, leaves);
-                }
-                if let (Some(charge), Some(credits)) = (time, credits) {
-                    self.charge(&lane, &served, charge, empties, credits, as_command);
-                }
-                // After the turn: a replayed EMQ.TURN knows no rates, so
-                // these replicate as their effects in either mode.
-                if let Some((after, tats, next)) = rate {
-                    let tat = q.ctx.string_from_i64(after.tat);
-                    q.hset(tats, &[(lane.as_arg(), tat.as_arg())], c"hset");
-                    // Left throttled: it left the ring with its turn.
-                    if let (Some(until), Some(next)) = (after.throttled_until, next) {
-                        rate::wait_until(q, next, lane.as_arg(), until);
-                        q.call.count(&stats::LANES_THROTTLED, 1);
-                    }
-                }
-                q.call.count(&stats::CLAIMS, 1);
-                q.call.count(&stats::JOBS_CLAIMED, served.len() as u64);
-                {
-                    // Pushed, not collected: a collect reserves first, which
-                    // costs more than a turn of one or a few jobs.
-                    let mut jobs: SmallVec<[figures::Served; 4]> = SmallVec::new();
-                    for s in &served {
-                        jobs.push(figures::Served {
-                            job: s.job.bytes(),
-                            first: s.attempts == 1,
-                        });
-                    }
-                    figures::turn(q, lane.bytes(), clamp, &jobs, time.is_some());
-                }
-                crate::engine::timer::due(q.ctx, q.prefix_bytes, deadline);
-                Ok(Some(claim_reply(self.kind, lane, served)))
-            }
+            // Served by `apply`.
+            Plan::Serve(_) => Ok(None),
         }
     }
 
@@ -176,8 +186,8 @@ impl<'q> Claim<'q> {
             with_ids(s.leased.len(), leased, |ids| q.zadd(self.leases, score, ids));
             q.set_count(self.active, lane.as_arg(), s.new_active);
         }
-        self.rehome(s)?;
         if !s.strays.is_empty() {
+            self.rehome(s)?;
             q.call.count(&stats::STRAYS, s.strays.len() as u64);
             q.report(|| {
                 format!(
@@ -201,6 +211,7 @@ impl<'q> Claim<'q> {
 
     /// A head in debt passed over (fairness by time): it rotates to the tail
     /// and keeps its topped-up credit; the claim takes the next head.
+    #[inline(never)]
     pub(super) fn pass(&self, lane: Text, credit: i64) -> Result<(), Error> {
         let q = self.q;
         let credits = q.credits()?;
@@ -217,6 +228,7 @@ impl<'q> Claim<'q> {
     /// jobs were charged (a positive credit forgotten when the turn emptied
     /// the lane). Under `emq.replicate command` the rows' stamps, written
     /// under the muted turn, replicate as their effects after `EMQ.TURN`.
+    #[inline(never)]
     fn charge(
         &self,
         lane: &Text,
@@ -253,7 +265,11 @@ impl<'q> Claim<'q> {
     }
 
     /// The strays to where their rows say they wait; a lane that becomes
-    /// serviceable by them joins the ring.
+    /// serviceable by them joins the ring. Out of line, as all that a
+    /// common turn does not do: the turn's own code stays dense
+    /// (docs/performance.md, "The instruction cache").
+    #[cold]
+    #[inline(never)]
     fn rehome(&self, s: &Serving<'q>) -> Result<(), Error> {
         let q = self.q;
         let flat: SmallVec<[Arg; 2]> = s

@@ -120,7 +120,17 @@ impl<'q> Claim<'q> {
     /// Reads the lane's rate and arrival time: `Ok(None)` with no rate,
     /// `Err` when either is damaged.
     fn rate(&self, lane: Arg) -> RateRead {
-        let Some(text) = self.rates.and_then(|h| h.hash_get(lane)) else {
+        match self.rates {
+            None => Ok(None),
+            Some(rates) => self.rate_of(rates, lane),
+        }
+    }
+
+    /// [`Claim::rate`] of a queue with rates; out of line, as
+    /// [`Claim::rehome`].
+    #[inline(never)]
+    fn rate_of(&self, rates: Key<'q>, lane: Arg) -> RateRead {
+        let Some(text) = rates.hash_get(lane) else {
             return Ok(None);
         };
         let rate = Rate::parse(text.bytes()).ok_or(())?;
@@ -281,7 +291,10 @@ impl<'q> Claim<'q> {
     }
 
     /// Where a stray goes; `None` when its lane cannot take it (its pending
-    /// key holds another type): it stays where it is.
+    /// key holds another type): it stays where it is. Out of line, as
+    /// [`Claim::rehome`].
+    #[cold]
+    #[inline(never)]
     fn stray_to(&self, home: Home) -> Result<Option<StrayTo<'q>>, Error> {
         let q = self.q;
         Ok(Some(match home {

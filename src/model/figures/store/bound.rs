@@ -27,13 +27,22 @@ impl Store {
 
     /// Keeps within `cap` lanes and `max(cap, 10,000) × LEASES_PER_LANE`
     /// leases, dropping a sixty-fourth more at once so that the scan is paid
-    /// rarely.
+    /// rarely. Inline: on a turn, two comparisons; the drops out of line.
+    #[inline]
     pub(super) fn bound(&mut self, cap: usize) {
+        if self.lanes > cap || self.leases > lease_cap(cap) {
+            self.drop_past(cap);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_past(&mut self, cap: usize) {
         if self.lanes > cap {
             let drop = self.lanes - cap + cap / 64;
             self.drop_idlest(drop);
         }
-        let lease_cap = cap.max(LEASE_FLOOR).saturating_mul(LEASES_PER_LANE);
+        let lease_cap = lease_cap(cap);
         if self.leases > lease_cap {
             let drop = self.leases - lease_cap + lease_cap / 64;
             self.drop_oldest_leases(drop);
@@ -100,6 +109,11 @@ impl Store {
             self.queues.shrink_to_fit();
         }
     }
+}
+
+/// The most leases kept under a bound of `cap` lanes.
+fn lease_cap(cap: usize) -> usize {
+    cap.max(LEASE_FLOOR).saturating_mul(LEASES_PER_LANE)
 }
 
 /// The `n` oldest of some times: every one before the cutoff, and as many at
