@@ -4,9 +4,11 @@ profile` run (callgrind's cache simulation): for each scenario and command
 measured, the mean per call over its blocks of the instructions (Ir), the
 L1 instruction misses (I1mr), the L1 data read and write misses (D1mr,
 D1mw) and the last-level ones (DLmr, DLmw); and, of the module's own code
-(libemq.so, or floor.so for the C floor), its instructions and L1
-instruction misses. A function is named in a dump once as `fn=` or `cfn=`
-and its inclusive cost follows each `calls=` line to it.
+(libemq.so, or floor.so for the C floor) in the measured blocks, its
+instructions and L1 instruction misses (the module's cron and timers that
+ran meanwhile included: a few hundred instructions a second, nothing per
+call). The dumps name functions in full (`--compress-strings=no`); the
+inclusive cost of a call is the line after its `calls=` line.
 
   scripts/profile-cache.py <profile directory>
 """
@@ -69,11 +71,11 @@ def main(directory):
     at = [names.index(e) for e in shown]
     ir, i1 = names.index("Ir"), names.index("I1mr")
     print("\ncache misses per call at the dispatcher (callgrind's cache simulation);")
-    print("own: the module's (or the C floor's) own code, instructions / L1 instruction misses")
+    print("own: the module's (or the C floor's) own code in the blocks, instructions / L1 instruction misses")
     print(f"{'scenario':<56} {'what':<20}" + "".join(f"{e:>9}" for e in shown) + f"{'own':>16}")
     for (scenario, what), (entry, calls, own) in sums.items():
         figures = "".join(f"{entry[i] / calls:>9.0f}" for i in at)
-        mine = f"{own[ir] / calls:.0f} / {own[i1] / calls:.0f}"
+        mine = f"{own[ir] / calls:.0f} / {own[i1] / calls:.0f}" if what.startswith(("native", "C floor")) else "-"
         print(f"{scenario[:56]:<56} {what[:20]:<20}{figures}{mine:>16}")
 
 

@@ -119,8 +119,7 @@ impl<'q> Claim<'q> {
                 figures::turn(q, lane.bytes(), Clamp::Rate, &[], false);
                 Ok(None)
             }
-            // Served by `apply`.
-            Plan::Serve(_) => Ok(None),
+            Plan::Serve(_) => unreachable!("a serving plan is applied by `apply`"),
         }
     }
 
